@@ -1,0 +1,59 @@
+#include "deadline_timer.hpp"
+
+#include <chrono>
+
+#include "ompi_prelude.hpp"
+
+namespace plugin::common {
+
+Micros monotonic_now() noexcept {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+DeadlineTimer::~DeadlineTimer() { shutdown(); }
+
+void DeadlineTimer::init(Callback on_fire, event_base* base) noexcept {
+    on_fire_ = std::move(on_fire);
+    if (ev_ == nullptr) {
+        ev_ = opal_event_evtimer_new(base != nullptr ? base : opal_sync_event_base,
+                                     &DeadlineTimer::trampoline, this);
+    }
+}
+
+void DeadlineTimer::shutdown() noexcept {
+    if (ev_ != nullptr) {
+        opal_event_evtimer_del(ev_);
+        opal_event_free(ev_);
+        ev_ = nullptr;
+    }
+    armed_for_ = kNever;
+}
+
+void DeadlineTimer::arm(Micros deadline, Micros now) noexcept {
+    if (deadline == kNever || deadline >= armed_for_) return;
+    armed_for_ = deadline;
+    if (ev_ == nullptr) return;  // polling only
+    const Micros delay = deadline > now ? deadline - now : 0;
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(delay / kSeconds);
+    tv.tv_usec = static_cast<suseconds_t>(delay % kSeconds);
+    opal_event_evtimer_add(ev_, &tv);
+}
+
+void DeadlineTimer::poll(Micros now) noexcept {
+    if (armed_for_ != kNever && now >= armed_for_) fire(now);
+}
+
+void DeadlineTimer::trampoline(int, short, void* arg) noexcept {
+    static_cast<DeadlineTimer*>(arg)->fire(monotonic_now());
+}
+
+void DeadlineTimer::fire(Micros now) noexcept {
+    armed_for_ = kNever;
+    if (ev_ != nullptr) opal_event_evtimer_del(ev_);
+    if (on_fire_) on_fire_(now);
+}
+
+}  // namespace plugin::common

@@ -1,0 +1,59 @@
+#include "config.hpp"
+
+namespace pml::dr::core {
+
+using plugin::common::kMillis;
+
+RawParams default_params() noexcept {
+    RawParams p;
+    p.priority = 10;
+    p.csum = static_cast<int>(CsumMode::Auto);
+    p.eager_limit = 128 * 1024;
+    p.pipeline_depth = 3;
+    p.vfrag_frags = 64;
+    p.watchdog_timeout_ms = 5000;
+    p.watchdog_retries = 1;
+    p.ack_timeout_ms = 10000;
+    p.ack_retries = 3;
+    p.peer_dead_timeout_ms = 60000;
+    p.unexpected_limit = 256 * 1024 * 1024;
+    return p;
+}
+
+namespace {
+bool is_probability(double p) { return p >= 0.0 && p <= 1.0; }
+}  // namespace
+
+std::string validate(const RawParams& raw, Config& out) {
+    Config c;
+    if (raw.csum < 0 || raw.csum > 2) return "pml_dr_csum must be auto, always or never";
+    c.csum = static_cast<CsumMode>(raw.csum);
+    if (raw.eager_limit < 1024) return "pml_dr_eager_limit must be at least 1024 bytes";
+    c.eager_limit = raw.eager_limit;
+    if (raw.pipeline_depth < 1 || raw.pipeline_depth > 1024)
+        return "pml_dr_pipeline_depth must be in 1..1024";
+    c.pipeline_depth = raw.pipeline_depth;
+    if (raw.vfrag_frags < 1 || raw.vfrag_frags > 64) return "pml_dr_vfrag_frags must be in 1..64";
+    c.vfrag_frags = raw.vfrag_frags;
+    if (raw.watchdog_timeout_ms == 0) return "pml_dr_watchdog_timeout must be positive";
+    if (raw.ack_timeout_ms == 0) return "pml_dr_ack_timeout must be positive";
+    if (raw.peer_dead_timeout_ms == 0) return "pml_dr_peer_dead_timeout must be positive";
+    c.watchdog_timeout = raw.watchdog_timeout_ms * kMillis;
+    c.watchdog_retries = raw.watchdog_retries;
+    c.ack_timeout = raw.ack_timeout_ms * kMillis;
+    c.ack_retries = raw.ack_retries;
+    c.peer_dead_timeout = raw.peer_dead_timeout_ms * kMillis;
+    c.unexpected_limit = raw.unexpected_limit;
+    c.stats = raw.stats;
+    if (!is_probability(raw.fault_drop) || !is_probability(raw.fault_corrupt) ||
+        !is_probability(raw.fault_dup))
+        return "pml_dr_fault_* probabilities must be in 0..1";
+    c.fault_drop = raw.fault_drop;
+    c.fault_corrupt = raw.fault_corrupt;
+    c.fault_dup = raw.fault_dup;
+    c.fault_seed = raw.fault_seed;
+    out = c;
+    return {};
+}
+
+}  // namespace pml::dr::core

@@ -1,0 +1,63 @@
+// pml dr configuration: what the MCA parameters become once validated.
+// The glue fills RawParams from the parameter table; validate() turns them
+// into a Config or explains what is wrong.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "time.hpp"
+
+namespace pml::dr::core {
+
+enum class CsumMode : int { Auto = 0, Always = 1, Never = 2 };
+
+struct RawParams {
+    int priority = 0;
+    int verbose = 0;
+    int csum = 0;                  // CsumMode
+    std::size_t eager_limit = 0;   // bytes sent without waiting for the receiver
+    unsigned pipeline_depth = 0;   // vfrags in flight per rendezvous per path
+    unsigned vfrag_frags = 0;      // frags per vfrag (1..64: the ack bitmask width)
+    unsigned watchdog_timeout_ms = 0;
+    unsigned watchdog_retries = 0;
+    unsigned ack_timeout_ms = 0;
+    unsigned ack_retries = 0;
+    unsigned peer_dead_timeout_ms = 0;
+    std::size_t unexpected_limit = 0;  // bytes of unexpected eager data held per process
+    bool stats = false;
+    double fault_drop = 0.0;
+    double fault_corrupt = 0.0;
+    double fault_dup = 0.0;
+    unsigned fault_seed = 0;
+};
+
+struct Config {
+    CsumMode csum = CsumMode::Auto;
+    std::size_t eager_limit = 128 * 1024;
+    unsigned pipeline_depth = 3;
+    unsigned vfrag_frags = 64;
+    plugin::common::Micros watchdog_timeout = 5 * plugin::common::kSeconds;
+    unsigned watchdog_retries = 1;
+    plugin::common::Micros ack_timeout = 10 * plugin::common::kSeconds;
+    unsigned ack_retries = 3;
+    plugin::common::Micros peer_dead_timeout = 60 * plugin::common::kSeconds;
+    std::size_t unexpected_limit = 256 * 1024 * 1024;
+    bool stats = false;
+    double fault_drop = 0.0;
+    double fault_corrupt = 0.0;
+    double fault_dup = 0.0;
+    std::uint64_t fault_seed = 0;
+
+    [[nodiscard]] bool faults_enabled() const noexcept {
+        return fault_drop > 0.0 || fault_corrupt > 0.0 || fault_dup > 0.0;
+    }
+};
+
+// Defaults as RawParams, so the MCA table and the core agree on one source.
+RawParams default_params() noexcept;
+
+// Empty string on success; otherwise a message naming the bad parameter.
+std::string validate(const RawParams& raw, Config& out);
+
+}  // namespace pml::dr::core

@@ -1,0 +1,69 @@
+#include "params.hpp"
+
+#include <array>
+
+#include "mca_params.hpp"
+
+namespace pml::dr::mca {
+
+using plugin::common::ParamEnumValue;
+using plugin::common::ParamSpec;
+using plugin::common::ParamType;
+
+core::RawParams& raw_params() noexcept {
+    static core::RawParams raw;
+    return raw;
+}
+
+namespace {
+constexpr ParamEnumValue kCsumValues[] = {
+    {static_cast<int>(core::CsumMode::Auto), "auto"},
+    {static_cast<int>(core::CsumMode::Always), "always"},
+    {static_cast<int>(core::CsumMode::Never), "never"},
+    {0, nullptr},
+};
+}  // namespace
+
+int register_params(const mca_base_component_2_1_0_t* component) noexcept {
+    core::RawParams& r = raw_params();
+    const core::RawParams d = core::default_params();
+    const std::array specs{
+        ParamSpec{"priority", "Selection priority of the dr PML (it is only considered when named: --mca pml dr)",
+                  ParamType::Int, &r.priority, d.priority},
+        ParamSpec{"verbose", "Verbosity of the dr PML's log stream (0 quiet, 20 info, 50 debug, 90 trace)",
+                  ParamType::Int, &r.verbose, d.verbose},
+        ParamSpec{"csum", "Checksum frames: auto (when a BTL asks with MCA_BTL_FLAGS_NEED_CSUM), always, never",
+                  ParamType::Enum, &r.csum, d.csum, 0.0, nullptr, kCsumValues},
+        ParamSpec{"eager_limit", "Largest message (bytes) sent before the receiver has matched it",
+                  ParamType::SizeT, &r.eager_limit, static_cast<long long>(d.eager_limit)},
+        ParamSpec{"pipeline_depth", "Vfrags of a long message in flight at once per path",
+                  ParamType::Unsigned, &r.pipeline_depth, d.pipeline_depth},
+        ParamSpec{"vfrag_frags", "Frags per vfrag, the unit of acknowledgement (1..64)",
+                  ParamType::Unsigned, &r.vfrag_frags, d.vfrag_frags},
+        ParamSpec{"watchdog_timeout", "Milliseconds a vfrag may wait for local send completion",
+                  ParamType::Unsigned, &r.watchdog_timeout_ms, d.watchdog_timeout_ms},
+        ParamSpec{"watchdog_retries", "Watchdog expiries before the path is declared dead",
+                  ParamType::Unsigned, &r.watchdog_retries, d.watchdog_retries},
+        ParamSpec{"ack_timeout", "Milliseconds to wait for the peer's ACK of a vfrag before resending",
+                  ParamType::Unsigned, &r.ack_timeout_ms, d.ack_timeout_ms},
+        ParamSpec{"ack_retries", "ACK timer expiries (with linear back-off) before the path is declared dead",
+                  ParamType::Unsigned, &r.ack_retries, d.ack_retries},
+        ParamSpec{"peer_dead_timeout", "Milliseconds of silence after which a peer with pending traffic is declared dead",
+                  ParamType::Unsigned, &r.peer_dead_timeout_ms, d.peer_dead_timeout_ms},
+        ParamSpec{"unexpected_limit", "Bytes of unexpected (not yet matched) message data this process buffers",
+                  ParamType::SizeT, &r.unexpected_limit, static_cast<long long>(d.unexpected_limit)},
+        ParamSpec{"stats", "Print per-peer reliability counters at MPI_Finalize",
+                  ParamType::Bool, &r.stats, d.stats},
+        ParamSpec{"fault_drop", "Testing: probability (0..1) that an arriving frame is dropped",
+                  ParamType::Double, &r.fault_drop, 0, d.fault_drop},
+        ParamSpec{"fault_corrupt", "Testing: probability (0..1) that an arriving frame gets a bit flipped",
+                  ParamType::Double, &r.fault_corrupt, 0, d.fault_corrupt},
+        ParamSpec{"fault_dup", "Testing: probability (0..1) that an arriving frame is delivered twice",
+                  ParamType::Double, &r.fault_dup, 0, d.fault_dup},
+        ParamSpec{"fault_seed", "Testing: seed of the fault injection generator (same seed, same faults)",
+                  ParamType::Unsigned, &r.fault_seed, d.fault_seed},
+    };
+    return plugin::common::register_params(component, specs);
+}
+
+}  // namespace pml::dr::mca
