@@ -11,20 +11,21 @@ namespace sim {
 using plugin::common::Micros;
 
 class VirtualClock {
- public:
-  explicit VirtualClock(Micros start = 0) : now_(start) {}
+  public:
+    explicit VirtualClock(Micros start = 0) : now_(start) {}
 
-  Micros now() const noexcept { return now_; }
+    Micros now() const noexcept { return now_; }
 
-  // Time never runs backwards: an engine that saw `now` once may rely on it.
-  // A backwards step is a simulator bug, so it is loud rather than ignored.
-  void advance_to(Micros t) {
-    if (t < now_) throw std::logic_error("VirtualClock::advance_to: time would run backwards");
-    now_ = t;
-  }
+    // Time never runs backwards: an engine that saw `now` once may rely on it.
+    // A backwards step is a simulator bug, so it is loud rather than ignored.
+    void advance_to(Micros t) {
+        if (t < now_)
+            throw std::logic_error("VirtualClock::advance_to: time would run backwards");
+        now_ = t;
+    }
 
- private:
-  Micros now_;
+  private:
+    Micros now_;
 };
 
 }  // namespace sim

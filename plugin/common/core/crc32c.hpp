@@ -27,7 +27,7 @@ std::uint32_t crc32c_copy(void* dst, const void* src, std::size_t len,
                           std::uint32_t crc = 0) noexcept;
 
 inline std::uint32_t crc32c(std::span<const std::uint8_t> bytes, std::uint32_t crc = 0) noexcept {
-  return crc32c(bytes.data(), bytes.size(), crc);
+    return crc32c(bytes.data(), bytes.size(), crc);
 }
 
 // The two implementations, for tests and benchmarks. crc32c_hw() and

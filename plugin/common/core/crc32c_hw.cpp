@@ -34,15 +34,16 @@ constexpr ShiftTable kShiftLong = make_shift_table(kLongBlock);
 // Source and (optional) destination advancing together.
 template <bool kCopy>
 struct Cursor {
-  const std::uint8_t* src;
-  std::uint8_t* dst;
-  std::size_t len;
+    const std::uint8_t* src;
+    std::uint8_t* dst;
+    std::size_t len;
 
-  void advance(std::size_t n) noexcept {
-    src += n;
-    if constexpr (kCopy) dst += n;
-    len -= n;
-  }
+    void advance(std::size_t n) noexcept {
+        src += n;
+        if constexpr (kCopy)
+            dst += n;
+        len -= n;
+    }
 };
 
 }  // namespace
@@ -57,51 +58,57 @@ namespace {
 template <bool kCopy, std::size_t kBlock>
 PLUGIN_CRC_TARGET inline std::uint64_t three_way(std::uint64_t c0, Cursor<kCopy>& cur,
                                                  const ShiftTable& shift) noexcept {
-  const std::uint8_t* s = cur.src;
-  std::uint64_t c1 = 0;
-  std::uint64_t c2 = 0;
-  for (std::size_t i = 0; i < kBlock; i += 8) {
-    const std::uint64_t a = load64(s + i);
-    const std::uint64_t b = load64(s + kBlock + i);
-    const std::uint64_t c = load64(s + 2 * kBlock + i);
-    if constexpr (kCopy) {
-      store64(cur.dst + i, a);
-      store64(cur.dst + kBlock + i, b);
-      store64(cur.dst + 2 * kBlock + i, c);
+    const std::uint8_t* s = cur.src;
+    std::uint64_t c1 = 0;
+    std::uint64_t c2 = 0;
+    for (std::size_t i = 0; i < kBlock; i += 8) {
+        const std::uint64_t a = load64(s + i);
+        const std::uint64_t b = load64(s + kBlock + i);
+        const std::uint64_t c = load64(s + 2 * kBlock + i);
+        if constexpr (kCopy) {
+            store64(cur.dst + i, a);
+            store64(cur.dst + kBlock + i, b);
+            store64(cur.dst + 2 * kBlock + i, c);
+        }
+        c0 = _mm_crc32_u64(c0, a);
+        c1 = _mm_crc32_u64(c1, b);
+        c2 = _mm_crc32_u64(c2, c);
     }
-    c0 = _mm_crc32_u64(c0, a);
-    c1 = _mm_crc32_u64(c1, b);
-    c2 = _mm_crc32_u64(c2, c);
-  }
-  cur.advance(3 * kBlock);
-  // Blocks 2 and 3 started from a zero register; shift the earlier result
-  // past each of them and fold in their contribution.
-  const std::uint32_t ab = shift.apply(static_cast<std::uint32_t>(c0)) ^ static_cast<std::uint32_t>(c1);
-  return shift.apply(ab) ^ static_cast<std::uint32_t>(c2);
+    cur.advance(3 * kBlock);
+    // Blocks 2 and 3 started from a zero register; shift the earlier result
+    // past each of them and fold in their contribution.
+    const std::uint32_t ab =
+        shift.apply(static_cast<std::uint32_t>(c0)) ^ static_cast<std::uint32_t>(c1);
+    return shift.apply(ab) ^ static_cast<std::uint32_t>(c2);
 }
 
 template <bool kCopy>
 PLUGIN_CRC_TARGET std::uint32_t x86_update(std::uint32_t reg, Cursor<kCopy> cur) noexcept {
-  // Align the source so every 8-byte load (in all three streams) is aligned.
-  while (cur.len > 0 && (reinterpret_cast<std::uintptr_t>(cur.src) & 7u) != 0) {
-    if constexpr (kCopy) *cur.dst = *cur.src;
-    reg = _mm_crc32_u8(reg, *cur.src);
-    cur.advance(1);
-  }
-  std::uint64_t c = reg;
-  while (cur.len >= 3 * kLongBlock) c = three_way<kCopy, kLongBlock>(c, cur, kShiftLong);
-  while (cur.len >= 3 * kShortBlock) c = three_way<kCopy, kShortBlock>(c, cur, kShiftShort);
-  for (; cur.len >= 8; cur.advance(8)) {
-    const std::uint64_t v = load64(cur.src);
-    if constexpr (kCopy) store64(cur.dst, v);
-    c = _mm_crc32_u64(c, v);
-  }
-  reg = static_cast<std::uint32_t>(c);
-  for (; cur.len > 0; cur.advance(1)) {
-    if constexpr (kCopy) *cur.dst = *cur.src;
-    reg = _mm_crc32_u8(reg, *cur.src);
-  }
-  return reg;
+    // Align the source so every 8-byte load (in all three streams) is aligned.
+    while (cur.len > 0 && (reinterpret_cast<std::uintptr_t>(cur.src) & 7u) != 0) {
+        if constexpr (kCopy)
+            *cur.dst = *cur.src;
+        reg = _mm_crc32_u8(reg, *cur.src);
+        cur.advance(1);
+    }
+    std::uint64_t c = reg;
+    while (cur.len >= 3 * kLongBlock)
+        c = three_way<kCopy, kLongBlock>(c, cur, kShiftLong);
+    while (cur.len >= 3 * kShortBlock)
+        c = three_way<kCopy, kShortBlock>(c, cur, kShiftShort);
+    for (; cur.len >= 8; cur.advance(8)) {
+        const std::uint64_t v = load64(cur.src);
+        if constexpr (kCopy)
+            store64(cur.dst, v);
+        c = _mm_crc32_u64(c, v);
+    }
+    reg = static_cast<std::uint32_t>(c);
+    for (; cur.len > 0; cur.advance(1)) {
+        if constexpr (kCopy)
+            *cur.dst = *cur.src;
+        reg = _mm_crc32_u8(reg, *cur.src);
+    }
+    return reg;
 }
 
 #undef PLUGIN_CRC_TARGET
@@ -109,19 +116,19 @@ PLUGIN_CRC_TARGET std::uint32_t x86_update(std::uint32_t reg, Cursor<kCopy> cur)
 }  // namespace
 
 bool hw_detect() noexcept {
-  // Needed when called before the runtime's own constructors (e.g. from
-  // another library's initialiser); cheap and idempotent.
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("sse4.2") != 0;
+    // Needed when called before the runtime's own constructors (e.g. from
+    // another library's initialiser); cheap and idempotent.
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2") != 0;
 }
 
 std::uint32_t hw_update(std::uint32_t reg, const std::uint8_t* src, std::size_t len) noexcept {
-  return x86_update<false>(reg, Cursor<false>{src, nullptr, len});
+    return x86_update<false>(reg, Cursor<false>{src, nullptr, len});
 }
 
 std::uint32_t hw_update_copy(std::uint32_t reg, const std::uint8_t* src, std::uint8_t* dst,
                              std::size_t len) noexcept {
-  return x86_update<true>(reg, Cursor<true>{src, dst, len});
+    return x86_update<true>(reg, Cursor<true>{src, dst, len});
 }
 
 #elif defined(__aarch64__)
@@ -133,45 +140,50 @@ namespace {
 template <bool kCopy, std::size_t kBlock>
 PLUGIN_CRC_TARGET inline std::uint32_t three_way(std::uint32_t c0, Cursor<kCopy>& cur,
                                                  const ShiftTable& shift) noexcept {
-  const std::uint8_t* s = cur.src;
-  std::uint32_t c1 = 0;
-  std::uint32_t c2 = 0;
-  for (std::size_t i = 0; i < kBlock; i += 8) {
-    const std::uint64_t a = load64(s + i);
-    const std::uint64_t b = load64(s + kBlock + i);
-    const std::uint64_t c = load64(s + 2 * kBlock + i);
-    if constexpr (kCopy) {
-      store64(cur.dst + i, a);
-      store64(cur.dst + kBlock + i, b);
-      store64(cur.dst + 2 * kBlock + i, c);
+    const std::uint8_t* s = cur.src;
+    std::uint32_t c1 = 0;
+    std::uint32_t c2 = 0;
+    for (std::size_t i = 0; i < kBlock; i += 8) {
+        const std::uint64_t a = load64(s + i);
+        const std::uint64_t b = load64(s + kBlock + i);
+        const std::uint64_t c = load64(s + 2 * kBlock + i);
+        if constexpr (kCopy) {
+            store64(cur.dst + i, a);
+            store64(cur.dst + kBlock + i, b);
+            store64(cur.dst + 2 * kBlock + i, c);
+        }
+        c0 = __crc32cd(c0, a);
+        c1 = __crc32cd(c1, b);
+        c2 = __crc32cd(c2, c);
     }
-    c0 = __crc32cd(c0, a);
-    c1 = __crc32cd(c1, b);
-    c2 = __crc32cd(c2, c);
-  }
-  cur.advance(3 * kBlock);
-  return shift.apply(shift.apply(c0) ^ c1) ^ c2;
+    cur.advance(3 * kBlock);
+    return shift.apply(shift.apply(c0) ^ c1) ^ c2;
 }
 
 template <bool kCopy>
 PLUGIN_CRC_TARGET std::uint32_t arm_update(std::uint32_t reg, Cursor<kCopy> cur) noexcept {
-  while (cur.len > 0 && (reinterpret_cast<std::uintptr_t>(cur.src) & 7u) != 0) {
-    if constexpr (kCopy) *cur.dst = *cur.src;
-    reg = __crc32cb(reg, *cur.src);
-    cur.advance(1);
-  }
-  while (cur.len >= 3 * kLongBlock) reg = three_way<kCopy, kLongBlock>(reg, cur, kShiftLong);
-  while (cur.len >= 3 * kShortBlock) reg = three_way<kCopy, kShortBlock>(reg, cur, kShiftShort);
-  for (; cur.len >= 8; cur.advance(8)) {
-    const std::uint64_t v = load64(cur.src);
-    if constexpr (kCopy) store64(cur.dst, v);
-    reg = __crc32cd(reg, v);
-  }
-  for (; cur.len > 0; cur.advance(1)) {
-    if constexpr (kCopy) *cur.dst = *cur.src;
-    reg = __crc32cb(reg, *cur.src);
-  }
-  return reg;
+    while (cur.len > 0 && (reinterpret_cast<std::uintptr_t>(cur.src) & 7u) != 0) {
+        if constexpr (kCopy)
+            *cur.dst = *cur.src;
+        reg = __crc32cb(reg, *cur.src);
+        cur.advance(1);
+    }
+    while (cur.len >= 3 * kLongBlock)
+        reg = three_way<kCopy, kLongBlock>(reg, cur, kShiftLong);
+    while (cur.len >= 3 * kShortBlock)
+        reg = three_way<kCopy, kShortBlock>(reg, cur, kShiftShort);
+    for (; cur.len >= 8; cur.advance(8)) {
+        const std::uint64_t v = load64(cur.src);
+        if constexpr (kCopy)
+            store64(cur.dst, v);
+        reg = __crc32cd(reg, v);
+    }
+    for (; cur.len > 0; cur.advance(1)) {
+        if constexpr (kCopy)
+            *cur.dst = *cur.src;
+        reg = __crc32cb(reg, *cur.src);
+    }
+    return reg;
 }
 
 #undef PLUGIN_CRC_TARGET
@@ -180,34 +192,38 @@ PLUGIN_CRC_TARGET std::uint32_t arm_update(std::uint32_t reg, Cursor<kCopy> cur)
 
 bool hw_detect() noexcept {
 #if defined(__ARM_FEATURE_CRC32)
-  return true;  // the whole build already requires it
+    return true;  // the whole build already requires it
 #else
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1UL << 7)  // Linux arm64 uapi value
 #endif
-  return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
+    return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
 #endif
 }
 
 std::uint32_t hw_update(std::uint32_t reg, const std::uint8_t* src, std::size_t len) noexcept {
-  return arm_update<false>(reg, Cursor<false>{src, nullptr, len});
+    return arm_update<false>(reg, Cursor<false>{src, nullptr, len});
 }
 
 std::uint32_t hw_update_copy(std::uint32_t reg, const std::uint8_t* src, std::uint8_t* dst,
                              std::size_t len) noexcept {
-  return arm_update<true>(reg, Cursor<true>{src, dst, len});
+    return arm_update<true>(reg, Cursor<true>{src, dst, len});
 }
 
 #else  // no CRC instruction we know of: software only
 
-bool hw_detect() noexcept { return false; }
+bool hw_detect() noexcept {
+    return false;
+}
 
 // Unreachable: the dispatcher checks hw_detect() first. Defined so the
 // library links everywhere; forward to nothing useful on purpose.
-std::uint32_t hw_update(std::uint32_t reg, const std::uint8_t*, std::size_t) noexcept { return reg; }
+std::uint32_t hw_update(std::uint32_t reg, const std::uint8_t*, std::size_t) noexcept {
+    return reg;
+}
 std::uint32_t hw_update_copy(std::uint32_t reg, const std::uint8_t*, std::uint8_t*,
                              std::size_t) noexcept {
-  return reg;
+    return reg;
 }
 
 #endif

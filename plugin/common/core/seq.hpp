@@ -23,33 +23,33 @@ concept SeqInt = std::unsigned_integral<T> && !std::same_as<T, bool>;
 // must have the same type; a mix would silently widen one and break wrap.
 template <SeqInt T>
 constexpr std::make_signed_t<T> seq_diff(T a, T b) noexcept {
-  // The subtraction is done in T (narrow types promote to int, so cast back)
-  // and the modular result is reinterpreted as two's complement, which C++20
-  // defines for unsigned -> signed conversion.
-  return static_cast<std::make_signed_t<T>>(static_cast<T>(a - b));
+    // The subtraction is done in T (narrow types promote to int, so cast back)
+    // and the modular result is reinterpreted as two's complement, which C++20
+    // defines for unsigned -> signed conversion.
+    return static_cast<std::make_signed_t<T>>(static_cast<T>(a - b));
 }
 
 template <SeqInt T>
 constexpr bool seq_lt(T a, T b) noexcept {
-  return seq_diff(a, b) < 0;
+    return seq_diff(a, b) < 0;
 }
 template <SeqInt T>
 constexpr bool seq_le(T a, T b) noexcept {
-  return seq_diff(a, b) <= 0;
+    return seq_diff(a, b) <= 0;
 }
 template <SeqInt T>
 constexpr bool seq_gt(T a, T b) noexcept {
-  return seq_diff(a, b) > 0;
+    return seq_diff(a, b) > 0;
 }
 template <SeqInt T>
 constexpr bool seq_ge(T a, T b) noexcept {
-  return seq_diff(a, b) >= 0;
+    return seq_diff(a, b) >= 0;
 }
 
 // The later of two sequence numbers (a when equal).
 template <SeqInt T>
 constexpr T seq_max(T a, T b) noexcept {
-  return seq_lt(a, b) ? b : a;
+    return seq_lt(a, b) ? b : a;
 }
 
 }  // namespace plugin::common

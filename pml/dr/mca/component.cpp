@@ -4,10 +4,12 @@
 #include "config.hpp"
 #include "opal_log.hpp"
 #include "params.hpp"
+#include "pml.hpp"
 
 namespace {
 
 plugin::common::OpalLogSink g_log;
+bool g_initialized = false;
 
 int dr_register() noexcept;
 int dr_open() noexcept;
@@ -57,7 +59,7 @@ int dr_close() noexcept {
     return OMPI_SUCCESS;
 }
 
-mca_pml_base_module_t* dr_init(int* priority, bool, bool) noexcept {
+mca_pml_base_module_t* dr_init(int* priority, bool enable_progress_threads, bool enable_mpi_threads) noexcept {
     pml::dr::core::Config config;
     const std::string err = pml::dr::core::validate(pml::dr::mca::raw_params(), config);
     if (!err.empty()) {
@@ -66,13 +68,20 @@ mca_pml_base_module_t* dr_init(int* priority, bool, bool) noexcept {
         return nullptr;
     }
     *priority = pml::dr::mca::raw_params().priority;
-    // The engine lands with issue "pml dr: complete MPI point-to-point
-    // semantics"; until then the component declines instead of pretending.
-    plugin::common::logf(g_log, plugin::common::LogLevel::Error,
-                         "the dr PML cannot carry MPI traffic yet in this build; declining selection");
-    return nullptr;
+    if (mca_bml_base_init(enable_progress_threads, enable_mpi_threads) != OMPI_SUCCESS) {
+        plugin::common::logf(g_log, plugin::common::LogLevel::Error, "no usable BTL; declining selection");
+        return nullptr;
+    }
+    g_initialized = true;
+    return pml::dr::mca::module_init(config, g_log);
 }
 
-int dr_finalize() noexcept { return OMPI_SUCCESS; }
+int dr_finalize() noexcept {
+    if (!g_initialized) return OMPI_SUCCESS;
+    g_initialized = false;
+    const int rc = mca_bml.bml_finalize();
+    pml::dr::mca::module_fini();
+    return rc;
+}
 
 }  // namespace

@@ -1,0 +1,172 @@
+#include "engine.hpp"
+
+#include <algorithm>
+
+namespace pml::dr::core {
+
+using plugin::common::ErrorCode;
+using plugin::common::LogLevel;
+using plugin::common::logf;
+
+Engine::Engine(const Config& config, plugin::common::LogSink& log) : config_(config), log_(log) {}
+
+PeerId Engine::add_peer(PeerName name) {
+    auto [it, inserted] = peer_ids_.try_emplace(name, static_cast<PeerId>(peers_.size()));
+    if (inserted) peers_.push_back(name);
+    return it->second;
+}
+
+const PeerName* Engine::peer_name(PeerId id) const noexcept {
+    return id < peers_.size() ? &peers_[id] : nullptr;
+}
+
+void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, EngineSink& sink) {
+    const auto n = static_cast<std::uint32_t>(remote_peers.size());
+    comms_[cid] = std::make_unique<Comm>(Comm{std::move(remote_peers), CommMatcher(n)});
+    // Replay what arrived before this communicator existed, in arrival order.
+    std::vector<Parked> replay;
+    auto keep = std::stable_partition(parked_.begin(), parked_.end(),
+                                      [cid](const Parked& p) { return p.cid != cid; });
+    std::move(keep, parked_.end(), std::back_inserter(replay));
+    parked_.erase(keep, parked_.end());
+    for (Parked& p : replay) {
+        parked_bytes_ -= p.frame.size();
+        on_frame(p.frame, sink);
+    }
+}
+
+void Engine::del_comm(std::uint32_t cid) {
+    auto it = comms_.find(cid);
+    if (it == comms_.end()) return;
+    // Unexpected messages left on a freed communicator are dropped with it.
+    held_bytes_ -= std::min(held_bytes_, it->second->matcher.held_bytes());
+    comms_.erase(it);
+}
+
+CommMatcher* Engine::comm(std::uint32_t cid) noexcept {
+    auto it = comms_.find(cid);
+    return it == comms_.end() ? nullptr : &it->second->matcher;
+}
+
+UnexpectedPtr Engine::post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag) {
+    CommMatcher* m = comm(cid);
+    if (m == nullptr) return nullptr;
+    UnexpectedPtr msg = m->post(recv, src, tag);
+    if (msg) release_unexpected(*msg);
+    return msg;
+}
+
+UnexpectedPtr Engine::take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag) {
+    CommMatcher* m = comm(cid);
+    if (m == nullptr) return nullptr;
+    UnexpectedPtr msg = m->take(src, tag);
+    if (msg) release_unexpected(*msg);
+    return msg;
+}
+
+void Engine::release_unexpected(const Unexpected& msg) noexcept {
+    held_bytes_ -= std::min(held_bytes_, msg.data.size());
+}
+
+std::uint64_t Engine::register_send(Handle send, PeerId peer) {
+    const std::uint64_t id = next_req_id_++;
+    sends_.emplace(id, ReqEntry{send, peer, 0});
+    return id;
+}
+
+std::uint64_t Engine::register_recv(Handle recv, PeerId peer, std::uint64_t want_len) {
+    const std::uint64_t id = next_req_id_++;
+    recvs_.emplace(id, ReqEntry{recv, peer, want_len});
+    return id;
+}
+
+void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
+    if (e.code == ErrorCode::BadChecksum) ++rx_.checksum_errors;
+    else ++rx_.decode_errors;
+    logf(log_, LogLevel::Debug, "dropped frame: %.*s (%.*s)", static_cast<int>(to_string(e.code).size()),
+         to_string(e.code).data(), static_cast<int>(e.message.size()), e.message.data());
+}
+
+void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink) {
+    ++rx_.frames;
+    rx_.bytes += frame.size();
+    auto decoded = decode(frame);
+    if (!decoded) {
+        count_decode_error(decoded.error());
+        return;
+    }
+    const Common& c = std::visit([](const auto& h) -> const Common& { return h.common; }, decoded->header);
+    auto pit = peer_ids_.find(PeerName{c.src_jobid, c.src_vpid});
+    if (pit == peer_ids_.end()) {
+        ++rx_.unknown_peer;
+        logf(log_, LogLevel::Debug, "dropped %.*s from unknown process %u.%u",
+             static_cast<int>(to_string(c.type).size()), to_string(c.type).data(), c.src_jobid, c.src_vpid);
+        return;
+    }
+    const PeerId peer = pit->second;
+    const auto payload = decoded->payload;
+    if (const auto* m = std::get_if<MatchHdr>(&decoded->header)) {
+        on_match_or_rndv(peer, m->match, nullptr, c.flags, payload, frame, sink);
+    } else if (const auto* r = std::get_if<RndvHdr>(&decoded->header)) {
+        on_match_or_rndv(peer, r->match, r, c.flags, payload, frame, sink);
+    } else if (const auto* cts = std::get_if<CtsHdr>(&decoded->header)) {
+        auto it = sends_.find(cts->send_req);
+        if (it == sends_.end() || it->second.peer != peer) {
+            ++rx_.unknown_request;
+            return;
+        }
+        sink.on_cts(it->second.handle, peer, *cts);
+    } else if (const auto* f = std::get_if<FragHdr>(&decoded->header)) {
+        auto it = recvs_.find(f->recv_req);
+        if (it == recvs_.end() || it->second.peer != peer) {
+            ++rx_.unknown_request;
+            return;
+        }
+        if (f->offset > it->second.want_len || payload.size() > it->second.want_len - f->offset) {
+            ++rx_.decode_errors;
+            logf(log_, LogLevel::Debug, "dropped FRAG beyond the accepted length");
+            return;
+        }
+        sink.on_frag(it->second.handle, peer, f->offset, payload);
+    } else {
+        // ACK: the reliability channel consumes it (issue 4); nothing else to do.
+    }
+}
+
+void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv, std::uint16_t flags,
+                              std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
+                              EngineSink& sink) {
+    auto cit = comms_.find(m.cid);
+    if (cit == comms_.end()) {
+        if (parked_bytes_ + frame.size() > config_.unexpected_limit) {
+            ++rx_.dropped_unknown_comm;
+            logf(log_, LogLevel::Warn, "dropped message for unknown communicator %u (limit reached)", m.cid);
+            return;
+        }
+        ++rx_.pending_unknown_comm;
+        parked_bytes_ += frame.size();
+        parked_.push_back(Parked{m.cid, {frame.begin(), frame.end()}});
+        return;
+    }
+    Comm& comm = *cit->second;
+    if (m.src_rank < 0 || static_cast<std::size_t>(m.src_rank) >= comm.remote.size() ||
+        comm.remote[static_cast<std::size_t>(m.src_rank)] != peer) {
+        ++rx_.bad_rank;
+        logf(log_, LogLevel::Debug, "dropped message: rank %d of communicator %u (size %zu) is not the sender (peer %u)",
+             m.src_rank, m.cid, comm.remote.size(), peer);
+        return;
+    }
+    MessageInfo info;
+    info.peer = peer;
+    info.src = m.src_rank;
+    info.tag = m.tag;
+    info.seq = m.msg_seq;
+    info.rndv = rndv != nullptr;
+    info.sync = (flags & kFlagSync) != 0;
+    info.msg_len = rndv != nullptr ? rndv->msg_len : payload.size();
+    info.send_req = rndv != nullptr ? rndv->send_req : 0;
+    auto r = comm.matcher.arrive(info, payload, sink, held_bytes_);
+    if (!r) ++rx_.duplicates;
+}
+
+}  // namespace pml::dr::core

@@ -1,0 +1,126 @@
+// The receive-side brain of pml dr, sans I/O: peers, communicators, the
+// request ids that travel on the wire, and the validation and dispatch of
+// every arriving frame. The glue owns requests, convertors and BTLs; it feeds
+// frames in and gets matches, CTSs and FRAGs out through EngineSink.
+//
+// Request ids on the wire (RNDV.send_req, CTS.recv_req, FRAG.recv_req) are
+// never pointers: a peer could forge them. They index tables here, are bound
+// to the peer they were issued for, and a stale or foreign id is dropped.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "config.hpp"
+#include "log.hpp"
+#include "matching.hpp"
+#include "wire.hpp"
+
+namespace pml::dr::core {
+
+struct PeerName {
+    std::uint32_t jobid = 0;
+    std::uint32_t vpid = 0;
+    friend bool operator==(const PeerName&, const PeerName&) = default;
+};
+
+class EngineSink : public MatchSink {
+public:
+    // The receiver matched our RNDV: send [offset, want_len) of `send`.
+    virtual void on_cts(Handle send, PeerId peer, const CtsHdr& cts) = 0;
+    // Payload of a rendezvous message for receive `recv` at byte `offset`.
+    virtual void on_frag(Handle recv, PeerId peer, std::uint64_t offset,
+                         std::span<const std::uint8_t> payload) = 0;
+};
+
+// Counters of bad input: every dropped frame lands in exactly one of these.
+struct RxCounters {
+    std::uint64_t frames = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t decode_errors = 0;  // short, bad version/type/flags/length
+    std::uint64_t checksum_errors = 0;
+    std::uint64_t unknown_peer = 0;
+    std::uint64_t bad_rank = 0;
+    std::uint64_t unknown_request = 0;
+    std::uint64_t duplicates = 0;
+    std::uint64_t pending_unknown_comm = 0;  // parked until the communicator exists
+    std::uint64_t dropped_unknown_comm = 0;  // parked past the limit
+};
+
+class Engine {
+public:
+    Engine(const Config& config, plugin::common::LogSink& log);
+
+    // --- peers
+    PeerId add_peer(PeerName name);
+    [[nodiscard]] const PeerName* peer_name(PeerId id) const noexcept;
+    [[nodiscard]] std::size_t peer_count() const noexcept { return peers_.size(); }
+
+    // --- communicators. remote_peers[r] is the peer that is rank r of the
+    // remote group (the group messages come from).
+    void add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, EngineSink& sink);
+    void del_comm(std::uint32_t cid);
+    [[nodiscard]] CommMatcher* comm(std::uint32_t cid) noexcept;
+
+    // Receive/probe helpers that keep the held-bytes accounting right.
+    UnexpectedPtr post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag);
+    UnexpectedPtr take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag);
+    void release_unexpected(const Unexpected& msg) noexcept;
+
+    // --- request ids for rendezvous traffic
+    std::uint64_t register_send(Handle send, PeerId peer);
+    std::uint64_t register_recv(Handle recv, PeerId peer, std::uint64_t want_len);
+    void release_send(std::uint64_t id) noexcept { sends_.erase(id); }
+    void release_recv(std::uint64_t id) noexcept { recvs_.erase(id); }
+
+    // --- arriving frames (one BTL segment, header + payload contiguous)
+    void on_frame(std::span<const std::uint8_t> frame, EngineSink& sink);
+
+    [[nodiscard]] const RxCounters& rx() const noexcept { return rx_; }
+    [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_; }
+    [[nodiscard]] const Config& config() const noexcept { return config_; }
+
+private:
+    struct ReqEntry {
+        Handle handle;
+        PeerId peer;
+        std::uint64_t want_len;
+    };
+    struct NameHash {
+        std::size_t operator()(const PeerName& n) const noexcept {
+            return (static_cast<std::size_t>(n.jobid) << 32) ^ n.vpid;
+        }
+    };
+    struct Comm {
+        std::vector<PeerId> remote;
+        CommMatcher matcher;
+    };
+    // A MATCH/RNDV for a communicator this process has not created yet
+    // (another rank's MPI_Comm_dup/split finished first).
+    struct Parked {
+        std::uint32_t cid;
+        std::vector<std::uint8_t> frame;
+    };
+
+    void on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv, std::uint16_t flags,
+                          std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
+                          EngineSink& sink);
+    void count_decode_error(const plugin::common::Error& e) noexcept;
+
+    Config config_;
+    plugin::common::LogSink& log_;
+    std::vector<PeerName> peers_;
+    std::unordered_map<PeerName, PeerId, NameHash> peer_ids_;
+    std::unordered_map<std::uint32_t, std::unique_ptr<Comm>> comms_;
+    std::unordered_map<std::uint64_t, ReqEntry> sends_;
+    std::unordered_map<std::uint64_t, ReqEntry> recvs_;
+    std::uint64_t next_req_id_ = 1;
+    std::vector<Parked> parked_;
+    std::size_t parked_bytes_ = 0;
+    std::size_t held_bytes_ = 0;
+    RxCounters rx_;
+};
+
+}  // namespace pml::dr::core

@@ -1,0 +1,142 @@
+// MPI message matching for one communicator, sans I/O.
+//
+// Per (communicator, source) messages must match in the order they were
+// sent (non-overtaking): every MATCH/RNDV carries msg_seq, and a message that
+// arrives ahead of its turn (other BTL, retransmission) waits in cant_match
+// until the gap fills. Receives are matched in the order they were posted,
+// whether for a specific source or MPI_ANY_SOURCE.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "result.hpp"
+
+namespace pml::dr::core {
+
+using Handle = std::uint64_t;   // the glue's request, opaque to the core
+using PeerId = std::uint32_t;   // index into the engine's peer table
+
+inline constexpr std::int32_t kAnySource = -1;  // == MPI_ANY_SOURCE in Open MPI
+inline constexpr std::int32_t kAnyTag = -1;     // == MPI_ANY_TAG in Open MPI
+
+// What the matcher knows of an arrived MATCH or RNDV.
+struct MessageInfo {
+    PeerId peer = 0;
+    std::int32_t src = 0;  // rank in the communicator's remote group
+    std::int32_t tag = 0;
+    std::uint16_t seq = 0;
+    bool rndv = false;          // more bytes follow after a CTS
+    bool sync = false;          // sender waits for the match (Ssend)
+    std::uint64_t msg_len = 0;  // whole message, bytes
+    std::uint64_t send_req = 0; // sender's id for CTS
+};
+
+// A message nobody has asked for yet, with its eager bytes copied out of the
+// BTL's buffer.
+struct Unexpected {
+    MessageInfo info;
+    std::vector<std::uint8_t> data;
+    std::uint64_t arrival = 0;  // order of arrival, for MPI_ANY_SOURCE fairness
+};
+using UnexpectedPtr = std::unique_ptr<Unexpected>;
+
+// Receives the matches the matcher makes when messages arrive.
+class MatchSink {
+public:
+    virtual ~MatchSink() = default;
+    // A posted receive matched an arriving message; `eager` is valid only for
+    // the duration of the call.
+    virtual void on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) = 0;
+    // The message went to the unexpected queue (for probes waiting on it).
+    virtual void on_unexpected(const Unexpected&) {}
+};
+
+struct MatchStats {
+    std::uint64_t matched_posted = 0;
+    std::uint64_t queued_unexpected = 0;
+    std::uint64_t held_out_of_order = 0;
+    std::uint64_t stale_dropped = 0;  // msg_seq already delivered
+};
+
+// Tag rule: MPI_ANY_TAG matches user tags (>= 0) only; negative tags belong to
+// Open MPI's collectives and match exactly.
+constexpr bool tag_matches(std::int32_t want, std::int32_t have) noexcept {
+    return want == have || (want == kAnyTag && have >= 0);
+}
+constexpr bool src_matches(std::int32_t want, std::int32_t have) noexcept {
+    return want == kAnySource || want == have;
+}
+
+class CommMatcher {
+public:
+    // nsources: size of the remote group (ranks a message can come from).
+    explicit CommMatcher(std::uint32_t nsources);
+
+    [[nodiscard]] std::uint32_t sources() const noexcept { return static_cast<std::uint32_t>(in_.size()); }
+
+    // --- sending: the msg_seq to stamp on the next message to dst.
+    std::uint16_t next_send_seq(std::int32_t dst) noexcept;
+
+    // --- receiving
+    // Posts a receive. If an unexpected message matches, it is removed and
+    // returned (the receive is not queued); otherwise the receive is queued.
+    UnexpectedPtr post(Handle recv, std::int32_t src, std::int32_t tag);
+    // Removes a queued receive; false if it is not queued (already matched).
+    bool cancel(Handle recv) noexcept;
+    // MPI_Iprobe: the first matching unexpected message, left in place.
+    [[nodiscard]] const Unexpected* peek(std::int32_t src, std::int32_t tag) const noexcept;
+    // MPI_Improbe: as peek, but removed from the queue.
+    UnexpectedPtr take(std::int32_t src, std::int32_t tag);
+
+    // A MATCH/RNDV arrived. Bad src is an error (counted by the caller).
+    // held_bytes tracks eager bytes copied into the matcher (unexpected and
+    // out-of-order) so the engine can bound them.
+    plugin::common::Result<void> arrive(const MessageInfo& info, std::span<const std::uint8_t> eager,
+                                        MatchSink& sink, std::size_t& held_bytes);
+
+    [[nodiscard]] const MatchStats& stats() const noexcept { return stats_; }
+    [[nodiscard]] std::size_t posted_count() const noexcept;
+    [[nodiscard]] std::size_t unexpected_count() const noexcept;
+    // Eager bytes copied into unexpected and out-of-order messages.
+    [[nodiscard]] std::size_t held_bytes() const noexcept;
+
+    // Everything still queued, for del_comm / dump.
+    [[nodiscard]] bool idle() const noexcept { return posted_count() == 0 && unexpected_count() == 0; }
+
+private:
+    struct Posted {
+        Handle recv;
+        std::int32_t src;
+        std::int32_t tag;
+        std::uint64_t order;  // post order, to pick between specific and wildcard lists
+    };
+    struct Source {
+        std::uint16_t send_seq = 0;      // next msg_seq to send to this rank
+        std::uint16_t expected_seq = 0;  // next msg_seq to match from this rank
+        std::list<Posted> posted;        // receives naming this source
+        std::list<UnexpectedPtr> unexpected;
+        std::map<std::uint16_t, UnexpectedPtr> cant_match;  // arrived ahead of their turn
+    };
+
+    // Matches one in-order message: to a posted receive, or into unexpected.
+    void deliver_in_order(const MessageInfo& info, std::span<const std::uint8_t> eager, MatchSink& sink,
+                          std::size_t& held_bytes);
+    void deliver_held(UnexpectedPtr msg, MatchSink& sink, std::size_t& held_bytes);
+    // Finds (and unlinks) the earliest-posted receive matching (src, tag).
+    bool pop_posted(std::int32_t src, std::int32_t tag, Handle& out);
+    std::list<UnexpectedPtr>::iterator find_unexpected(std::int32_t src, std::int32_t tag,
+                                                      Source*& where) const noexcept;
+
+    std::vector<Source> in_;
+    std::list<Posted> wild_;  // MPI_ANY_SOURCE receives
+    std::uint64_t post_order_ = 0;
+    std::uint64_t arrival_order_ = 0;
+    MatchStats stats_;
+};
+
+}  // namespace pml::dr::core

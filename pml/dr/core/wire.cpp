@@ -1,0 +1,228 @@
+#include "wire.hpp"
+
+#include "crc32c.hpp"
+#include "wire_io.hpp"
+
+namespace pml::dr::core {
+
+using plugin::common::ByteReader;
+using plugin::common::ByteWriter;
+using plugin::common::crc32c;
+using plugin::common::Error;
+using plugin::common::ErrorCode;
+using plugin::common::fail;
+
+namespace {
+
+constexpr std::size_t kCrcOffset = 4;
+
+std::string_view type_names[] = {"invalid", "MATCH", "RNDV", "CTS", "FRAG", "ACK"};
+
+void put_common(ByteWriter& w, const Common& c, FrameType type) noexcept {
+    w.u8(kWireVersion);
+    w.u8(static_cast<std::uint8_t>(type));
+    w.u16(c.flags);
+    w.u32(0);  // hdr_crc, patched last
+    w.u32(c.src_jobid);
+    w.u32(c.src_vpid);
+    w.u32(c.frame_seq);
+}
+
+void put_match(ByteWriter& w, const MatchFields& m) noexcept {
+    w.u32(m.cid);
+    w.u32(static_cast<std::uint32_t>(m.src_rank));
+    w.u32(static_cast<std::uint32_t>(m.tag));
+    w.u16(m.msg_seq);
+    w.u16(0);
+    w.u32(m.payload_len);
+    w.u32(m.payload_crc);
+}
+
+// The header CRC covers every header byte with the CRC field as zero.
+std::uint32_t header_crc(std::span<const std::uint8_t> hdr) noexcept {
+    static constexpr std::uint8_t kZero[4] = {0, 0, 0, 0};
+    std::uint32_t crc = crc32c(hdr.data(), kCrcOffset);
+    crc = crc32c(kZero, sizeof kZero, crc);
+    return crc32c(hdr.data() + kCrcOffset + 4, hdr.size() - kCrcOffset - 4, crc);
+}
+
+Result<std::size_t> seal(ByteWriter& w) noexcept {
+    auto n = w.finish();
+    if (!n) return n;
+    w.patch_u32(kCrcOffset, header_crc(w.written()));
+    return n;
+}
+
+MatchFields get_match(ByteReader& r) noexcept {
+    MatchFields m;
+    m.cid = r.u32();
+    m.src_rank = static_cast<std::int32_t>(r.u32());
+    m.tag = static_cast<std::int32_t>(r.u32());
+    m.msg_seq = r.u16();
+    r.expect_zero(2);
+    m.payload_len = r.u32();
+    m.payload_crc = r.u32();
+    return m;
+}
+
+}  // namespace
+
+std::string_view to_string(FrameType t) noexcept {
+    const auto i = static_cast<std::size_t>(t);
+    return i < std::size(type_names) ? type_names[i] : "unknown";
+}
+
+std::size_t header_size(FrameType t) noexcept {
+    switch (t) {
+        case FrameType::Match: return kMatchHeaderSize;
+        case FrameType::Rndv: return kRndvHeaderSize;
+        case FrameType::Cts: return kCtsHeaderSize;
+        case FrameType::Frag: return kFragHeaderSize;
+        case FrameType::Ack: return kAckHeaderSize;
+    }
+    return 0;
+}
+
+Result<std::size_t> encode(const MatchHdr& h, std::span<std::uint8_t> out) noexcept {
+    ByteWriter w(out.first(std::min(out.size(), kMatchHeaderSize)));
+    put_common(w, h.common, FrameType::Match);
+    put_match(w, h.match);
+    return seal(w);
+}
+
+Result<std::size_t> encode(const RndvHdr& h, std::span<std::uint8_t> out) noexcept {
+    ByteWriter w(out.first(std::min(out.size(), kRndvHeaderSize)));
+    put_common(w, h.common, FrameType::Rndv);
+    put_match(w, h.match);
+    w.u64(h.msg_len);
+    w.u64(h.send_req);
+    return seal(w);
+}
+
+Result<std::size_t> encode(const CtsHdr& h, std::span<std::uint8_t> out) noexcept {
+    ByteWriter w(out.first(std::min(out.size(), kCtsHeaderSize)));
+    put_common(w, h.common, FrameType::Cts);
+    w.u64(h.send_req);
+    w.u64(h.recv_req);
+    w.u64(h.offset);
+    w.u64(h.want_len);
+    return seal(w);
+}
+
+Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexcept {
+    ByteWriter w(out.first(std::min(out.size(), kFragHeaderSize)));
+    put_common(w, h.common, FrameType::Frag);
+    w.u64(h.recv_req);
+    w.u64(h.offset);
+    w.u32(h.payload_len);
+    w.u32(h.payload_crc);
+    return seal(w);
+}
+
+Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept {
+    ByteWriter w(out.first(std::min(out.size(), kAckHeaderSize)));
+    put_common(w, h.common, FrameType::Ack);
+    w.u32(h.cum_seq);
+    w.u32(h.sack_base);
+    w.u64(h.sack_mask);
+    return seal(w);
+}
+
+Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t payload_bytes) noexcept {
+    // Only the type byte is looked at before the CRC: it says how many bytes
+    // the CRC covers. Everything else is believed only once the CRC matches.
+    if (bytes.size() < kCommonHeaderSize) return fail(ErrorCode::Truncated, "shorter than common header");
+    const auto type = static_cast<FrameType>(bytes[1]);
+    const std::size_t hsize = header_size(type);
+    if (hsize == 0) return fail(ErrorCode::BadType, "unknown frame type");
+    if (bytes.size() < hsize) return fail(ErrorCode::Truncated, "shorter than its type's header");
+    const auto hdr = bytes.first(hsize);
+    ByteReader r(hdr);
+    const std::uint8_t version = r.u8();
+    (void)r.u8();
+    Common c;
+    c.type = type;
+    c.flags = r.u16();
+    const std::uint32_t crc = r.u32();
+    if (crc != header_crc(hdr)) return fail(ErrorCode::BadChecksum, "header checksum mismatch");
+    if (version != kWireVersion) return fail(ErrorCode::BadVersion, "unsupported wire version");
+    if ((c.flags & ~kKnownFlags) != 0) return fail(ErrorCode::BadField, "unknown flag bits");
+    c.src_jobid = r.u32();
+    c.src_vpid = r.u32();
+    c.frame_seq = r.u32();
+
+    const std::size_t payload = (bytes.size() - hsize) + payload_bytes;
+    Decoded d;
+    auto check_payload_len = [&](std::uint32_t declared, std::uint32_t pcrc) -> bool {
+        if (declared != payload) {
+            r.fail(Error(ErrorCode::BadLength, "payload_len disagrees with frame length"));
+            return false;
+        }
+        if ((c.flags & kFlagPayloadCsum) == 0 && pcrc != 0) {
+            r.fail(Error(ErrorCode::BadField, "payload_crc set without csum flag"));
+            return false;
+        }
+        return true;
+    };
+    switch (type) {
+        case FrameType::Match: {
+            MatchHdr h{c, get_match(r)};
+            check_payload_len(h.match.payload_len, h.match.payload_crc);
+            d.header = h;
+            break;
+        }
+        case FrameType::Rndv: {
+            RndvHdr h{c, get_match(r), 0, 0};
+            h.msg_len = r.u64();
+            h.send_req = r.u64();
+            if (check_payload_len(h.match.payload_len, h.match.payload_crc) &&
+                h.msg_len < h.match.payload_len)
+                r.fail(Error(ErrorCode::BadLength, "RNDV payload longer than the message"));
+            d.header = h;
+            break;
+        }
+        case FrameType::Cts: {
+            CtsHdr h{c, r.u64(), r.u64(), r.u64(), r.u64()};
+            if (payload != 0) r.fail(Error(ErrorCode::BadLength, "CTS carries no payload"));
+            if (h.offset > h.want_len) r.fail(Error(ErrorCode::BadField, "CTS offset past want_len"));
+            d.header = h;
+            break;
+        }
+        case FrameType::Frag: {
+            FragHdr h{c, 0, 0, 0, 0};
+            h.recv_req = r.u64();
+            h.offset = r.u64();
+            h.payload_len = r.u32();
+            h.payload_crc = r.u32();
+            check_payload_len(h.payload_len, h.payload_crc);
+            d.header = h;
+            break;
+        }
+        case FrameType::Ack: {
+            AckHdr h{c, r.u32(), r.u32(), r.u64()};
+            if (payload != 0) r.fail(Error(ErrorCode::BadLength, "ACK carries no payload"));
+            d.header = h;
+            break;
+        }
+    }
+    if (!r.ok()) return fail(r.error());
+    d.payload = bytes.subspan(hsize);
+    return d;
+}
+
+Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept {
+    auto d = decode_header(frame, 0);
+    if (!d) return d;
+    const Common& c = std::visit([](const auto& h) -> const Common& { return h.common; }, d->header);
+    if ((c.flags & kFlagPayloadCsum) != 0) {
+        std::uint32_t expect = 0;
+        if (const auto* m = std::get_if<MatchHdr>(&d->header)) expect = m->match.payload_crc;
+        else if (const auto* rv = std::get_if<RndvHdr>(&d->header)) expect = rv->match.payload_crc;
+        else if (const auto* f = std::get_if<FragHdr>(&d->header)) expect = f->payload_crc;
+        if (crc32c(d->payload.data(), d->payload.size()) != expect)
+            return fail(ErrorCode::BadChecksum, "payload checksum mismatch");
+    }
+    return d;
+}
+
+}  // namespace pml::dr::core

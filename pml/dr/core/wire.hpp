@@ -1,0 +1,153 @@
+// pml dr wire format, version 1.
+//
+// Every frame the PML hands to a BTL starts with the common header, then a
+// type-specific header, then (MATCH, RNDV, FRAG) payload bytes. All integers
+// are big-endian. Headers are encoded/decoded field by field through the
+// bounds-checked ByteWriter/ByteReader; no struct is ever cast onto bytes.
+//
+// Common header (20 bytes):
+//   0               1               2               3
+//   +---------------+---------------+-------------------------------+
+//   |    version    |     type      |             flags             |
+//   +---------------+---------------+-------------------------------+
+//   |                     hdr_crc (CRC32C, see below)               |
+//   +---------------------------------------------------------------+
+//   |                 src_jobid (sender's ORTE job id)              |
+//   +---------------------------------------------------------------+
+//   |                 src_vpid  (sender's rank in its job)          |
+//   +---------------------------------------------------------------+
+//   |          frame_seq (per sender->receiver channel; 0: none)    |
+//   +---------------------------------------------------------------+
+//
+// hdr_crc is CRC32C over the whole header (common + type-specific) with the
+// hdr_crc field taken as zero. It is checked before any other field is
+// believed. Payload CRC32C is present when flags has kFlagPayloadCsum; when
+// it is absent the payload_crc field must be zero.
+//
+// MATCH: a whole message in one frame (eager). +24 bytes:
+//   | cid (u32) | src_rank (i32) | tag (i32) | msg_seq (u16) | reserved (u16) |
+//   | payload_len (u32) | payload_crc (u32) |
+// RNDV: first frame of a message the receiver must accept (long or synchronous). +40:
+//   | cid | src_rank | tag | msg_seq (u16) | reserved (u16) | payload_len (u32) |
+//   | payload_crc (u32) | msg_len (u64) | send_req (u64) |
+// CTS: receiver matched a RNDV; send bytes [offset, want_len). +32:
+//   | send_req (u64) | recv_req (u64) | offset (u64) | want_len (u64) |
+// FRAG: bytes of a matched message at offset. +24:
+//   | recv_req (u64) | offset (u64) | payload_len (u32) | payload_crc (u32) |
+// ACK: channel acknowledgement. +16:
+//   | cum_seq (u32: every seq <= this arrived) | sack_base (u32) | sack_mask (u64) |
+//   bit i of sack_mask set: seq sack_base + i arrived intact.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <variant>
+
+#include "result.hpp"
+
+namespace pml::dr::core {
+
+inline constexpr std::uint8_t kWireVersion = 1;
+
+enum class FrameType : std::uint8_t { Match = 1, Rndv = 2, Cts = 3, Frag = 4, Ack = 5 };
+std::string_view to_string(FrameType t) noexcept;
+
+enum FrameFlags : std::uint16_t {
+    kFlagPayloadCsum = 0x0001,  // payload_crc is meaningful
+    kFlagSync = 0x0002,         // RNDV of a synchronous send: CTS doubles as the match ack
+    kFlagRetransmit = 0x0004,   // frame is a resend (statistics only)
+};
+inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFlagRetransmit;
+
+inline constexpr std::size_t kCommonHeaderSize = 20;
+inline constexpr std::size_t kMatchHeaderSize = kCommonHeaderSize + 24;
+inline constexpr std::size_t kRndvHeaderSize = kCommonHeaderSize + 40;
+inline constexpr std::size_t kCtsHeaderSize = kCommonHeaderSize + 32;
+inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
+inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 16;
+inline constexpr std::size_t kMaxHeaderSize = kRndvHeaderSize;
+
+// Header size of a type, 0 if unknown.
+std::size_t header_size(FrameType t) noexcept;
+
+struct Common {
+    FrameType type = FrameType::Match;
+    std::uint16_t flags = 0;
+    std::uint32_t src_jobid = 0;
+    std::uint32_t src_vpid = 0;
+    std::uint32_t frame_seq = 0;
+};
+
+struct MatchFields {
+    std::uint32_t cid = 0;
+    std::int32_t src_rank = 0;
+    std::int32_t tag = 0;
+    std::uint16_t msg_seq = 0;
+    std::uint32_t payload_len = 0;
+    std::uint32_t payload_crc = 0;
+};
+
+struct MatchHdr {
+    Common common;
+    MatchFields match;
+};
+
+struct RndvHdr {
+    Common common;
+    MatchFields match;
+    std::uint64_t msg_len = 0;
+    std::uint64_t send_req = 0;
+};
+
+struct CtsHdr {
+    Common common;
+    std::uint64_t send_req = 0;
+    std::uint64_t recv_req = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t want_len = 0;
+};
+
+struct FragHdr {
+    Common common;
+    std::uint64_t recv_req = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t payload_len = 0;
+    std::uint32_t payload_crc = 0;
+};
+
+struct AckHdr {
+    Common common;
+    std::uint32_t cum_seq = 0;
+    std::uint32_t sack_base = 0;
+    std::uint64_t sack_mask = 0;
+};
+
+using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr>;
+
+// Encoders write exactly header_size(type) bytes (hdr_crc included) into out,
+// which must be at least that long; they return the size written.
+using plugin::common::Result;
+Result<std::size_t> encode(const MatchHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const RndvHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const CtsHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept;
+
+struct Decoded {
+    Header header;
+    std::span<const std::uint8_t> payload;  // bytes after the header
+};
+
+// Decodes a whole frame: length, header CRC, version, type, flags, reserved
+// fields, per-type lengths (payload_len must equal the bytes present), and
+// the payload CRC when the frame says it carries one. Never reads out of
+// bounds; never asserts.
+Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept;
+
+// Checks only the header of a frame whose payload is not contiguous with it
+// (scatter/gather segments): payload CRC is then the caller's business.
+Result<Decoded> decode_header(std::span<const std::uint8_t> header_bytes,
+                              std::size_t payload_bytes) noexcept;
+
+}  // namespace pml::dr::core

@@ -1,0 +1,227 @@
+// The PML module: the function table Open MPI calls, process and
+// communicator bookkeeping, progress.
+#include "pml.hpp"
+
+namespace pml::dr::mca {
+namespace {
+
+State g_state;
+
+// Frames arrive from every BTL through one tag; the engine decodes and
+// validates them and calls back into the sink below.
+class Sink final : public core::EngineSink {
+public:
+    void on_match(core::Handle recv, const core::MessageInfo& info, std::span<const std::uint8_t> eager) override {
+        handle_match(reinterpret_cast<RecvRequest*>(recv), info, eager);
+    }
+    void on_cts(core::Handle send, core::PeerId, const core::CtsHdr& cts) override {
+        handle_cts(reinterpret_cast<SendRequest*>(send), cts);
+    }
+    void on_frag(core::Handle recv, core::PeerId, std::uint64_t offset,
+                 std::span<const std::uint8_t> payload) override {
+        handle_frag(reinterpret_cast<RecvRequest*>(recv), offset, payload);
+    }
+};
+Sink g_sink;
+
+void btl_recv(mca_btl_base_module_t*, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des, void*) noexcept {
+    Guard g;
+    const mca_btl_base_segment_t* seg = des->des_segments;
+    if (des->des_segment_count == 1) {
+        state().engine->on_frame({static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len}, g_sink);
+        return;
+    }
+    // Rare: a BTL that hands us several segments. Gather them.
+    std::vector<std::uint8_t> frame;
+    for (size_t i = 0; i < des->des_segment_count; ++i) {
+        const auto* p = static_cast<const std::uint8_t*>(seg[i].seg_addr.pval);
+        frame.insert(frame.end(), p, p + seg[i].seg_len);
+    }
+    state().engine->on_frame(frame, g_sink);
+}
+
+void btl_error(mca_btl_base_module_t* btl, int32_t, opal_proc_t* errproc, char* info) noexcept {
+    // Without the reliability layer there is no other path to move traffic
+    // to: report it; requests on that BTL complete in error through their
+    // descriptors' callbacks.
+    plugin::common::logf(*state().log, plugin::common::LogLevel::Error, "BTL %s reported an error%s%s (peer %s)",
+                         btl->btl_component->btl_version.mca_component_name, info ? ": " : "", info ? info : "",
+                         errproc != nullptr ? OPAL_NAME_PRINT(errproc->proc_name) : "unknown");
+}
+
+int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
+    if (nprocs == 0) return OMPI_SUCCESS;
+    int rc = mca_pml_base_pml_check_selected("dr", procs, nprocs);
+    if (rc != OMPI_SUCCESS) return rc;
+    opal_bitmap_t reachable;
+    OBJ_CONSTRUCT(&reachable, opal_bitmap_t);
+    rc = opal_bitmap_init(&reachable, static_cast<int>(nprocs));
+    if (rc == OMPI_SUCCESS) rc = mca_bml.bml_add_procs(nprocs, procs, &reachable);
+    OBJ_DESTRUCT(&reachable);
+    if (rc != OMPI_SUCCESS) return rc;
+    Guard g;
+    State& s = state();
+    if (!s.callbacks_registered) {
+        rc = mca_bml.bml_register(kBtlTag, btl_recv, nullptr);
+        if (rc != OMPI_SUCCESS) return rc;
+        rc = mca_bml.bml_register_error(btl_error);
+        if (rc != OMPI_SUCCESS) return rc;
+        s.callbacks_registered = true;
+    }
+    for (size_t i = 0; i < nprocs; ++i) (void)peer_for(procs[i]);
+    return OMPI_SUCCESS;
+}
+
+int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept { return mca_bml.bml_del_procs(nprocs, procs); }
+
+int enable(bool) noexcept { return OMPI_SUCCESS; }
+
+int add_comm(ompi_communicator_t* comm) noexcept {
+    if (comm->c_contextid > state().module.pml_max_contextid) return OMPI_ERR_OUT_OF_RESOURCE;
+    Guard g;
+    // ompi_comm_remote_size() is 0 for intracommunicators; the remote group is
+    // what messages come from in both kinds.
+    const int n = comm->c_remote_group->grp_proc_count;
+    std::vector<core::PeerId> remote(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) remote[static_cast<std::size_t>(i)] = peer_for(ompi_comm_peer_lookup(comm, i));
+    state().engine->add_comm(comm->c_contextid, std::move(remote), g_sink);
+    return OMPI_SUCCESS;
+}
+
+int del_comm(ompi_communicator_t* comm) noexcept {
+    Guard g;
+    state().engine->del_comm(comm->c_contextid);
+    return OMPI_SUCCESS;
+}
+
+int dump(ompi_communicator_t* comm, int) noexcept {
+    Guard g;
+    const core::CommMatcher* m = state().engine->comm(comm->c_contextid);
+    if (m == nullptr) return OMPI_SUCCESS;
+    opal_output(0, "[pml:dr] communicator %u: %zu posted receives, %zu unexpected messages", comm->c_contextid,
+                m->posted_count(), m->unexpected_count());
+    return OMPI_SUCCESS;
+}
+
+int ft_event(int) noexcept { return OMPI_ERR_NOT_SUPPORTED; }
+
+int start_request(ompi_request_t* req) noexcept {
+    auto* base = reinterpret_cast<mca_pml_base_request_t*>(req);
+    // A persistent request MPI-completed earlier may still have frames in
+    // flight; let them finish before reusing its state.
+    while (!base->req_pml_complete) {
+        OPAL_THREAD_UNLOCK(&state().lock);
+        opal_progress();
+        OPAL_THREAD_LOCK(&state().lock);
+    }
+    switch (base->req_type) {
+        case MCA_PML_REQUEST_SEND: {
+            auto* r = reinterpret_cast<SendRequest*>(req);
+            mark_send_started(r);
+            r->wire_id = r->peer_recv_id = r->bytes_scheduled = r->bytes_target = 0;
+            r->frames_inflight = 0;
+            r->rndv = r->cts_received = r->failed = false;
+            const int rc = start_send(r);
+            if (rc != OMPI_SUCCESS) {
+                r->failed = true;
+                send_pml_complete(r);
+            }
+            return rc;
+        }
+        case MCA_PML_REQUEST_RECV: {
+            auto* r = reinterpret_cast<RecvRequest*>(req);
+            MCA_PML_BASE_RECV_START(&r->base);
+            return start_recv(r);
+        }
+        default: return OMPI_ERR_REQUEST;
+    }
+}
+
+mca_pml_base_module_t make_module() noexcept {
+    mca_pml_base_module_t m{};
+    m.pml_add_procs = add_procs;
+    m.pml_del_procs = del_procs;
+    m.pml_enable = enable;
+    m.pml_progress = progress;
+    m.pml_add_comm = add_comm;
+    m.pml_del_comm = del_comm;
+    m.pml_irecv_init = irecv_init;
+    m.pml_irecv = irecv;
+    m.pml_recv = recv;
+    m.pml_isend_init = isend_init;
+    m.pml_isend = isend;
+    m.pml_send = send;
+    m.pml_iprobe = iprobe;
+    m.pml_probe = probe;
+    m.pml_start = start;
+    m.pml_improbe = improbe;
+    m.pml_mprobe = mprobe;
+    m.pml_imrecv = imrecv;
+    m.pml_mrecv = mrecv;
+    m.pml_dump = dump;
+    m.pml_ft_event = ft_event;
+    // Context ids and tags travel as 32-bit fields.
+    m.pml_max_contextid = 0x7fffffff;
+    m.pml_max_tag = 0x7fffffff;
+    m.pml_flags = 0;
+    return m;
+}
+
+}  // namespace
+
+State& state() noexcept { return g_state; }
+core::EngineSink& engine_sink() noexcept { return g_sink; }
+
+int start(size_t count, ompi_request_t** requests) noexcept {
+    Guard g;
+    int rc = OMPI_SUCCESS;
+    for (size_t i = 0; i < count; ++i) {
+        if (requests[i] == nullptr || requests[i]->req_type != OMPI_REQUEST_PML) continue;
+        const int r = start_request(requests[i]);
+        if (r != OMPI_SUCCESS) rc = r;
+    }
+    return rc;
+}
+
+int progress() noexcept {
+    State& s = state();
+    if (s.pending.empty()) return 0;
+    Guard g;
+    int done = 0;
+    // Retry work that ran out of BTL resources, oldest first; stop at the
+    // first that still cannot go.
+    for (std::size_t n = s.pending.size(); n > 0 && !s.pending.empty(); --n) {
+        auto work = std::move(s.pending.front());
+        s.pending.pop_front();
+        if (!work()) {
+            s.pending.push_front(std::move(work));
+            break;
+        }
+        ++done;
+    }
+    return done;
+}
+
+mca_pml_base_module_t* module_init(const core::Config& config, plugin::common::OpalLogSink& log) noexcept {
+    State& s = g_state;
+    s.config = config;
+    s.log = &log;
+    s.engine = std::make_unique<core::Engine>(config, log);
+    OBJ_CONSTRUCT(&s.lock, opal_recursive_mutex_t);
+    if (requests_init() != OMPI_SUCCESS) return nullptr;
+    s.module = make_module();
+    return &s.module;
+}
+
+int module_fini() noexcept {
+    State& s = g_state;
+    s.pending.clear();
+    requests_fini();
+    OBJ_DESTRUCT(&s.lock);
+    s.engine.reset();
+    s.peer_of_proc.clear();
+    s.proc_of_peer.clear();
+    return OMPI_SUCCESS;
+}
+
+}  // namespace pml::dr::mca

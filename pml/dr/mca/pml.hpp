@@ -1,0 +1,131 @@
+// pml dr glue: the module state and the request types Open MPI sees.
+// Everything here is thin: decisions about matching and validation of wire
+// input live in core::Engine; this layer moves bytes between convertors and
+// BTL descriptors and completes requests.
+#pragma once
+#include "ompi_prelude.hpp"
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "config.hpp"
+#include "engine.hpp"
+#include "opal_log.hpp"
+
+namespace pml::dr::mca {
+
+// The one BTL tag pml dr registers; the frame type travels in our header.
+inline constexpr mca_btl_base_tag_t kBtlTag = MCA_BTL_TAG_PML + 1;
+
+// Send request: Open MPI's base send request first (the MPI layer and the
+// request framework look at it), then our state. POD only: requests live in
+// an opal_free_list and are reused without C++ construction.
+struct SendRequest {
+    mca_pml_base_send_request_t base;
+    core::PeerId peer;
+    mca_bml_base_endpoint_t* endpoint;
+    std::uint64_t wire_id;         // id given to the peer in RNDV (0: none)
+    std::uint64_t peer_recv_id;    // receiver's id from CTS
+    std::uint64_t bytes_scheduled; // handed to BTLs (rendezvous frags)
+    std::uint64_t bytes_target;    // want_len from CTS
+    std::uint32_t frames_inflight; // descriptors not yet locally completed
+    bool rndv;
+    bool cts_received;
+    bool failed;
+};
+
+struct RecvRequest {
+    mca_pml_base_recv_request_t base;
+    core::PeerId peer;
+    std::uint64_t wire_id;         // id given to the sender in CTS (0: none)
+    std::uint64_t bytes_expected;  // accepted length (min of message and buffer)
+    std::uint64_t bytes_received;
+    std::uint64_t msg_len;
+    bool matched;
+};
+
+// Global module state (one PML per process).
+struct State {
+    mca_pml_base_module_t module;  // must be first: Open MPI holds a pointer to it
+    core::Config config;
+    plugin::common::OpalLogSink* log = nullptr;
+    std::unique_ptr<core::Engine> engine;
+    opal_recursive_mutex_t lock;
+    opal_free_list_t send_requests;
+    opal_free_list_t recv_requests;
+    std::unordered_map<const ompi_proc_t*, core::PeerId> peer_of_proc;
+    std::vector<ompi_proc_t*> proc_of_peer;
+    // Work that could not start for lack of BTL resources; retried in progress.
+    std::deque<std::function<bool()>> pending;
+    bool callbacks_registered = false;
+    bool progress_registered = false;
+};
+
+State& state() noexcept;
+core::EngineSink& engine_sink() noexcept;
+
+// RAII lock over the module mutex (a no-op unless threads are in use).
+class Guard {
+public:
+    Guard() noexcept { OPAL_THREAD_LOCK(&state().lock); }
+    ~Guard() { OPAL_THREAD_UNLOCK(&state().lock); }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+};
+
+// requests.cpp
+int requests_init() noexcept;
+void requests_fini() noexcept;
+SendRequest* alloc_send() noexcept;
+RecvRequest* alloc_recv() noexcept;
+// MCA_PML_BASE_SEND_START without its RESET part, which names a variable
+// that only exists inside ob1.
+void mark_send_started(SendRequest* r) noexcept;
+void send_mpi_complete(SendRequest* r, int error) noexcept;
+void send_pml_complete(SendRequest* r) noexcept;
+void recv_complete(RecvRequest* r, int error) noexcept;
+core::PeerId peer_for(ompi_proc_t* proc);
+
+// send.cpp
+int start_send(SendRequest* r) noexcept;
+void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept;
+int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+          mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept;
+int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+         mca_pml_base_send_mode_t mode, ompi_communicator_t* comm) noexcept;
+int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+               mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept;
+// Sends a small control frame (CTS) to a peer; retried from progress on busy.
+void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept;
+core::Common make_common(std::uint16_t flags) noexcept;
+
+// recv.cpp
+int start_recv(RecvRequest* r) noexcept;
+void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const std::uint8_t> eager) noexcept;
+void handle_frag(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> payload) noexcept;
+int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
+          ompi_request_t** req) noexcept;
+int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
+         ompi_status_public_t* status) noexcept;
+int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
+               ompi_request_t** req) noexcept;
+int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_status_public_t* status) noexcept;
+int probe(int src, int tag, ompi_communicator_t* comm, ompi_status_public_t* status) noexcept;
+int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_message_t** message,
+            ompi_status_public_t* status) noexcept;
+int mprobe(int src, int tag, ompi_communicator_t* comm, ompi_message_t** message,
+           ompi_status_public_t* status) noexcept;
+int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message,
+           ompi_request_t** req) noexcept;
+int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message,
+          ompi_status_public_t* status) noexcept;
+
+// module.cpp
+mca_pml_base_module_t* module_init(const core::Config& config, plugin::common::OpalLogSink& log) noexcept;
+int module_fini() noexcept;
+int progress() noexcept;
+int start(size_t count, ompi_request_t** requests) noexcept;
+
+}  // namespace pml::dr::mca

@@ -1,0 +1,242 @@
+// Receive side: posting, matching results, unpacking, probes.
+#include <algorithm>
+
+#include "pml.hpp"
+
+namespace pml::dr::mca {
+namespace {
+
+core::Handle handle_of(RecvRequest* r) noexcept { return reinterpret_cast<core::Handle>(r); }
+
+void prepare_convertor(RecvRequest* r, ompi_proc_t* proc) noexcept {
+    mca_pml_base_request_t& b = r->base.req_base;
+    b.req_proc = proc;
+    r->base.req_bytes_packed = 0;
+    if (b.req_datatype->super.size != 0 && b.req_count != 0) {
+        opal_convertor_copy_and_prepare_for_recv(proc->super.proc_convertor, &b.req_datatype->super, b.req_count,
+                                                 b.req_addr, 0, &b.req_convertor);
+        opal_convertor_get_packed_size(&b.req_convertor, &r->base.req_bytes_packed);
+    }
+}
+
+// Unpacks bytes that belong at `offset` of the message; anything past the
+// accepted length (a truncated receive) is dropped.
+void unpack(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> data) noexcept {
+    if (data.empty() || offset >= r->bytes_expected) return;
+    const std::size_t len =
+        static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), r->bytes_expected - offset));
+    opal_convertor_t* conv = &r->base.req_base.req_convertor;
+    size_t pos = offset;
+    opal_convertor_set_position(conv, &pos);
+    iovec iov{const_cast<std::uint8_t*>(data.data()), len};
+    uint32_t iov_count = 1;
+    size_t max_data = len;
+    opal_convertor_unpack(conv, &iov, &iov_count, &max_data);
+    r->bytes_received += len;
+}
+
+void fill_status(ompi_status_public_t* status, const core::MessageInfo& info) noexcept {
+    if (status == nullptr) return;
+    status->MPI_SOURCE = info.src;
+    status->MPI_TAG = info.tag;
+    status->MPI_ERROR = OMPI_SUCCESS;
+    status->_ucount = info.msg_len;
+    status->_cancelled = 0;
+}
+
+core::CommMatcher* matcher_of(ompi_communicator_t* comm) noexcept {
+    return state().engine->comm(comm->c_contextid);
+}
+
+}  // namespace
+
+void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const std::uint8_t> eager) noexcept {
+    State& s = state();
+    r->matched = true;
+    r->peer = info.peer;
+    ompi_proc_t* proc = info.peer < s.proc_of_peer.size() ? s.proc_of_peer[info.peer] : nullptr;
+    if (proc == nullptr) {
+        recv_complete(r, MPI_ERR_INTERN);
+        return;
+    }
+    prepare_convertor(r, proc);
+    ompi_status_public_t& st = r->base.req_base.req_ompi.req_status;
+    st.MPI_SOURCE = info.src;
+    st.MPI_TAG = info.tag;
+    r->msg_len = info.msg_len;
+    r->bytes_expected = std::min<std::uint64_t>(info.msg_len, r->base.req_bytes_packed);
+    unpack(r, 0, eager);
+    if (!info.rndv) {
+        recv_complete(r, OMPI_SUCCESS);
+        return;
+    }
+    // RNDV: tell the sender where to resume (and, for Ssend, that we matched).
+    const bool done = r->bytes_received >= r->bytes_expected;
+    if (!done) r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
+    core::CtsHdr cts;
+    cts.common = make_common(0);
+    cts.send_req = info.send_req;
+    cts.recv_req = r->wire_id;
+    cts.offset = std::min<std::uint64_t>(eager.size(), r->bytes_expected);
+    cts.want_len = r->bytes_expected;
+    std::uint8_t buf[core::kCtsHeaderSize];
+    if (core::encode(cts, buf)) send_control(r->peer, buf);
+    if (done) recv_complete(r, OMPI_SUCCESS);
+}
+
+void handle_frag(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> payload) noexcept {
+    if (r->base.req_base.req_pml_complete) return;
+    unpack(r, offset, payload);
+    if (r->bytes_received >= r->bytes_expected) recv_complete(r, OMPI_SUCCESS);
+}
+
+int start_recv(RecvRequest* r) noexcept {
+    mca_pml_base_request_t& b = r->base.req_base;
+    r->matched = false;
+    r->wire_id = 0;
+    r->bytes_expected = 0;
+    r->bytes_received = 0;
+    r->msg_len = 0;
+    if (matcher_of(b.req_comm) == nullptr) return OMPI_ERR_BAD_PARAM;
+    core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r), b.req_peer, b.req_tag);
+    if (msg) handle_match(r, msg->info, msg->data);
+    return OMPI_SUCCESS;
+}
+
+int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
+          ompi_request_t** req) noexcept {
+    Guard g;
+    RecvRequest* r = alloc_recv();
+    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    MCA_PML_BASE_RECV_REQUEST_INIT(&r->base, buf, count, dt, src, tag, comm, false);
+    MCA_PML_BASE_RECV_START(&r->base);
+    *req = &r->base.req_base.req_ompi;
+    const int rc = start_recv(r);
+    if (rc != OMPI_SUCCESS) {
+        r->base.req_base.req_pml_complete = true;
+        ompi_request_t* tmp = *req;
+        ompi_request_free(&tmp);  // the module lock is recursive
+        *req = nullptr;
+    }
+    return rc;
+}
+
+int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
+         ompi_status_public_t* status) noexcept {
+    ompi_request_t* req = nullptr;
+    int rc = irecv(buf, count, dt, src, tag, comm, &req);
+    if (rc != OMPI_SUCCESS) return rc;
+    ompi_request_wait_completion(req);
+    if (status != nullptr) *status = req->req_status;
+    rc = req->req_status.MPI_ERROR;
+    ompi_request_free(&req);
+    return rc;
+}
+
+int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
+               ompi_request_t** req) noexcept {
+    Guard g;
+    RecvRequest* r = alloc_recv();
+    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    MCA_PML_BASE_RECV_REQUEST_INIT(&r->base, buf, count, dt, src, tag, comm, true);
+    r->base.req_base.req_pml_complete = true;  // inactive until MPI_Start
+    *req = &r->base.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_status_public_t* status) noexcept {
+    {
+        Guard g;
+        core::CommMatcher* m = matcher_of(comm);
+        if (m == nullptr) return OMPI_ERR_BAD_PARAM;
+        if (const core::Unexpected* u = m->peek(src, tag)) {
+            fill_status(status, u->info);
+            *matched = 1;
+            return OMPI_SUCCESS;
+        }
+    }
+    *matched = 0;
+    opal_progress();
+    return OMPI_SUCCESS;
+}
+
+int probe(int src, int tag, ompi_communicator_t* comm, ompi_status_public_t* status) noexcept {
+    int matched = 0;
+    for (;;) {
+        const int rc = iprobe(src, tag, comm, &matched, status);
+        if (rc != OMPI_SUCCESS || matched) return rc;
+    }
+}
+
+int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_message_t** message,
+            ompi_status_public_t* status) noexcept {
+    {
+        Guard g;
+        if (matcher_of(comm) == nullptr) return OMPI_ERR_BAD_PARAM;
+        core::UnexpectedPtr u = state().engine->take_unexpected(comm->c_contextid, src, tag);
+        if (u) {
+            ompi_message_t* msg = ompi_message_alloc();
+            if (msg == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+            fill_status(status, u->info);
+            msg->comm = comm;
+            msg->peer = u->info.src;
+            msg->count = u->info.msg_len;
+            msg->req_ptr = u.release();
+            *message = msg;
+            *matched = 1;
+            return OMPI_SUCCESS;
+        }
+    }
+    *matched = 0;
+    *message = &ompi_message_null.message;
+    opal_progress();
+    return OMPI_SUCCESS;
+}
+
+int mprobe(int src, int tag, ompi_communicator_t* comm, ompi_message_t** message,
+           ompi_status_public_t* status) noexcept {
+    int matched = 0;
+    for (;;) {
+        const int rc = improbe(src, tag, comm, &matched, message, status);
+        if (rc != OMPI_SUCCESS || matched) return rc;
+    }
+}
+
+int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message, ompi_request_t** req) noexcept {
+    Guard g;
+    ompi_message_t* msg = *message;
+    std::unique_ptr<core::Unexpected> u(static_cast<core::Unexpected*>(msg->req_ptr));
+    RecvRequest* r = alloc_recv();
+    if (r == nullptr) {
+        msg->req_ptr = u.release();
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    // The macro pastes its `comm` argument into a field name: pass a plain name.
+    ompi_communicator_t* comm = msg->comm;
+    MCA_PML_BASE_RECV_REQUEST_INIT(&r->base, buf, count, dt, u->info.src, u->info.tag, comm, false);
+    MCA_PML_BASE_RECV_START(&r->base);
+    r->matched = false;
+    r->wire_id = 0;
+    r->bytes_expected = 0;
+    r->bytes_received = 0;
+    r->msg_len = 0;
+    *req = &r->base.req_base.req_ompi;
+    ompi_message_return(msg);
+    *message = &ompi_message_null.message;
+    handle_match(r, u->info, u->data);
+    return OMPI_SUCCESS;
+}
+
+int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message,
+          ompi_status_public_t* status) noexcept {
+    ompi_request_t* req = nullptr;
+    int rc = imrecv(buf, count, dt, message, &req);
+    if (rc != OMPI_SUCCESS) return rc;
+    ompi_request_wait_completion(req);
+    if (status != nullptr) *status = req->req_status;
+    rc = req->req_status.MPI_ERROR;
+    ompi_request_free(&req);
+    return rc;
+}
+
+}  // namespace pml::dr::mca

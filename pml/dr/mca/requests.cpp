@@ -1,0 +1,194 @@
+// Request objects: allocation, the free/cancel hooks Open MPI calls, and the
+// two completions (MPI-level for the application, PML-level for our
+// resources).
+#include "pml.hpp"
+
+namespace pml::dr::mca {
+namespace {
+
+int send_free(ompi_request_t** request) noexcept;
+int send_cancel(ompi_request_t*, int) noexcept { return OMPI_SUCCESS; }  // sends are never cancelled
+int recv_free(ompi_request_t** request) noexcept;
+int recv_cancel(ompi_request_t* request, int complete) noexcept;
+
+int start_cb(size_t count, ompi_request_t** requests) noexcept { return start(count, requests); }
+
+void send_construct(SendRequest* r) noexcept {
+    r->base.req_base.req_ompi.req_start = start_cb;
+    r->base.req_base.req_ompi.req_free = send_free;
+    r->base.req_base.req_ompi.req_cancel = send_cancel;
+}
+void recv_construct(RecvRequest* r) noexcept {
+    r->base.req_base.req_ompi.req_start = start_cb;
+    r->base.req_base.req_ompi.req_free = recv_free;
+    r->base.req_base.req_ompi.req_cancel = recv_cancel;
+}
+
+opal_class_t send_request_class = {
+    "pml_dr_send_request_t", OBJ_CLASS(mca_pml_base_send_request_t),
+    reinterpret_cast<opal_construct_t>(send_construct), nullptr, 0, 0, nullptr, nullptr, sizeof(SendRequest)};
+opal_class_t recv_request_class = {
+    "pml_dr_recv_request_t", OBJ_CLASS(mca_pml_base_recv_request_t),
+    reinterpret_cast<opal_construct_t>(recv_construct), nullptr, 0, 0, nullptr, nullptr, sizeof(RecvRequest)};
+
+void return_send(SendRequest* r) noexcept {
+    MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
+    opal_free_list_return(&state().send_requests, reinterpret_cast<opal_free_list_item_t*>(r));
+}
+void return_recv(RecvRequest* r) noexcept {
+    MCA_PML_BASE_RECV_REQUEST_FINI(&r->base);
+    opal_free_list_return(&state().recv_requests, reinterpret_cast<opal_free_list_item_t*>(r));
+}
+
+int send_free(ompi_request_t** request) noexcept {
+    Guard g;
+    auto* r = reinterpret_cast<SendRequest*>(*request);
+    if (!r->base.req_base.req_free_called) {
+        r->base.req_base.req_free_called = true;
+        if (r->base.req_base.req_pml_complete) return_send(r);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+int recv_free(ompi_request_t** request) noexcept {
+    Guard g;
+    auto* r = reinterpret_cast<RecvRequest*>(*request);
+    if (!r->base.req_base.req_free_called) {
+        r->base.req_base.req_free_called = true;
+        if (r->base.req_base.req_pml_complete) return_recv(r);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+int recv_cancel(ompi_request_t* request, int) noexcept {
+    Guard g;
+    auto* r = reinterpret_cast<RecvRequest*>(request);
+    if (r->matched || r->base.req_base.req_pml_complete) return OMPI_SUCCESS;  // too late
+    core::CommMatcher* m = state().engine->comm(r->base.req_base.req_comm->c_contextid);
+    if (m == nullptr || !m->cancel(reinterpret_cast<core::Handle>(r))) return OMPI_SUCCESS;
+    request->req_status._cancelled = true;
+    r->base.req_base.req_pml_complete = true;
+    ompi_request_complete(request, true);
+    return OMPI_SUCCESS;
+}
+
+}  // namespace
+
+int requests_init() noexcept {
+    State& s = state();
+    OBJ_CONSTRUCT(&s.send_requests, opal_free_list_t);
+    OBJ_CONSTRUCT(&s.recv_requests, opal_free_list_t);
+    int rc = opal_free_list_init(&s.send_requests, sizeof(SendRequest), opal_cache_line_size,
+                                 &send_request_class, 0, opal_cache_line_size, 16, -1, 64, nullptr, 0,
+                                 nullptr, nullptr, nullptr);
+    if (rc != OPAL_SUCCESS) return rc;
+    return opal_free_list_init(&s.recv_requests, sizeof(RecvRequest), opal_cache_line_size,
+                               &recv_request_class, 0, opal_cache_line_size, 16, -1, 64, nullptr, 0, nullptr,
+                               nullptr, nullptr);
+}
+
+void requests_fini() noexcept {
+    OBJ_DESTRUCT(&state().send_requests);
+    OBJ_DESTRUCT(&state().recv_requests);
+}
+
+SendRequest* alloc_send() noexcept {
+    auto* r = reinterpret_cast<SendRequest*>(opal_free_list_get(&state().send_requests));
+    if (r == nullptr) return nullptr;
+    r->base.req_base.req_type = MCA_PML_REQUEST_SEND;
+    r->peer = 0;
+    r->endpoint = nullptr;
+    r->wire_id = 0;
+    r->peer_recv_id = 0;
+    r->bytes_scheduled = 0;
+    r->bytes_target = 0;
+    r->frames_inflight = 0;
+    r->rndv = false;
+    r->cts_received = false;
+    r->failed = false;
+    return r;
+}
+
+RecvRequest* alloc_recv() noexcept {
+    auto* r = reinterpret_cast<RecvRequest*>(opal_free_list_get(&state().recv_requests));
+    if (r == nullptr) return nullptr;
+    r->base.req_base.req_type = MCA_PML_REQUEST_RECV;
+    r->peer = 0;
+    r->wire_id = 0;
+    r->bytes_expected = 0;
+    r->bytes_received = 0;
+    r->msg_len = 0;
+    r->matched = false;
+    return r;
+}
+
+void mark_send_started(SendRequest* r) noexcept {
+    mca_pml_base_request_t& b = r->base.req_base;
+    b.req_pml_complete = false;
+    b.req_ompi.req_complete = REQUEST_PENDING;
+    b.req_ompi.req_state = OMPI_REQUEST_ACTIVE;
+    b.req_ompi.req_status._cancelled = 0;
+    if (r->base.req_bytes_packed > 0) {
+        size_t zero = 0;
+        opal_convertor_set_position(&b.req_convertor, &zero);
+    }
+}
+
+void send_mpi_complete(SendRequest* r, int error) noexcept {
+    ompi_request_t* req = &r->base.req_base.req_ompi;
+    if (REQUEST_COMPLETE(req)) return;
+    req->req_status.MPI_SOURCE = r->base.req_base.req_comm->c_my_rank;
+    req->req_status.MPI_TAG = r->base.req_base.req_tag;
+    req->req_status.MPI_ERROR = error;
+    req->req_status._ucount = r->base.req_bytes_packed;
+    ompi_request_complete(req, true);
+}
+
+void send_pml_complete(SendRequest* r) noexcept {
+    if (r->base.req_base.req_pml_complete) return;
+    if (r->wire_id != 0) {
+        state().engine->release_send(r->wire_id);
+        r->wire_id = 0;
+    }
+    if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED &&
+        r->base.req_addr != r->base.req_base.req_addr) {
+        mca_pml_base_bsend_request_fini(reinterpret_cast<ompi_request_t*>(r));
+    }
+    send_mpi_complete(r, r->failed ? MPI_ERR_OTHER : OMPI_SUCCESS);
+    r->base.req_base.req_pml_complete = true;
+    if (r->base.req_base.req_free_called) return_send(r);
+}
+
+void recv_complete(RecvRequest* r, int error) noexcept {
+    if (r->base.req_base.req_pml_complete) return;
+    if (r->wire_id != 0) {
+        state().engine->release_recv(r->wire_id);
+        r->wire_id = 0;
+    }
+    ompi_request_t* req = &r->base.req_base.req_ompi;
+    req->req_status._ucount = r->bytes_received;
+    if (error == OMPI_SUCCESS && r->msg_len > r->base.req_bytes_packed) error = MPI_ERR_TRUNCATE;
+    req->req_status.MPI_ERROR = error;
+    r->base.req_base.req_pml_complete = true;
+    if (r->base.req_base.req_free_called) {
+        return_recv(r);  // nobody waits on a freed request
+        return;
+    }
+    ompi_request_complete(req, true);
+}
+
+core::PeerId peer_for(ompi_proc_t* proc) {
+    State& s = state();
+    auto it = s.peer_of_proc.find(proc);
+    if (it != s.peer_of_proc.end()) return it->second;
+    const core::PeerId id =
+        s.engine->add_peer(core::PeerName{proc->super.proc_name.jobid, proc->super.proc_name.vpid});
+    s.peer_of_proc.emplace(proc, id);
+    if (s.proc_of_peer.size() <= id) s.proc_of_peer.resize(id + 1, nullptr);
+    s.proc_of_peer[id] = proc;
+    return id;
+}
+
+}  // namespace pml::dr::mca

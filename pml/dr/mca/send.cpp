@@ -1,0 +1,282 @@
+// Send side: MATCH for small messages, RNDV + CTS + FRAGs for the rest.
+#include <algorithm>
+
+#include "crc32c.hpp"
+#include "pml.hpp"
+
+namespace pml::dr::mca {
+namespace {
+
+constexpr std::uint32_t kDesFlags =
+    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+
+bool want_csum(const mca_bml_base_btl_t* bb) noexcept {
+    switch (state().config.csum) {
+        case core::CsumMode::Always: return true;
+        case core::CsumMode::Never: return false;
+        case core::CsumMode::Auto: return (bb->btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
+    }
+    return true;
+}
+
+void schedule_frags(SendRequest* r) noexcept;
+
+void check_send_done(SendRequest* r) noexcept {
+    if (r->frames_inflight != 0) return;
+    if (r->failed) {
+        send_pml_complete(r);
+        return;
+    }
+    if (!r->rndv || (r->cts_received && r->bytes_scheduled >= r->bytes_target)) send_pml_complete(r);
+}
+
+void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t* des,
+                     int status) noexcept {
+    Guard g;
+    auto* r = static_cast<SendRequest*>(des->des_cbdata);
+    --r->frames_inflight;
+    if (status != OMPI_SUCCESS) r->failed = true;
+    if (r->rndv && r->cts_received && !r->failed) schedule_frags(r);
+    check_send_done(r);
+}
+
+void control_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t*,
+                        int) noexcept {}
+
+// Builds one frame: header (encoded by `encode_hdr` once the payload CRC is
+// known) followed by `len` bytes packed from the request at `offset`.
+template <typename EncodeHdr>
+int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size, std::uint64_t offset,
+                    std::size_t len, EncodeHdr&& encode_hdr) noexcept {
+    mca_btl_base_descriptor_t* des = nullptr;
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
+    if (des == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
+    const bool csum = want_csum(bb);
+    std::uint32_t crc = 0;
+    if (len > 0) {
+        opal_convertor_t* conv = &r->base.req_base.req_convertor;
+        size_t pos = offset;
+        opal_convertor_set_position(conv, &pos);
+        iovec iov{base + hdr_size, len};
+        uint32_t iov_count = 1;
+        size_t max_data = len;
+        if (opal_convertor_pack(conv, &iov, &iov_count, &max_data) < 0 || max_data != len) {
+            mca_bml_base_free(bb, des);
+            return OMPI_ERROR;
+        }
+        if (csum) crc = plugin::common::crc32c(base + hdr_size, len);
+    }
+    encode_hdr(std::span<std::uint8_t>(base, hdr_size), csum, crc);
+    des->des_segments[0].seg_len = hdr_size + len;
+    des->des_cbfunc = data_frame_done;
+    des->des_cbdata = r;
+    ++r->frames_inflight;
+    const int rc = mca_bml_base_send(bb, des, kBtlTag);
+    if (rc < 0) {
+        --r->frames_inflight;
+        mca_bml_base_free(bb, des);
+        return rc;
+    }
+    return OMPI_SUCCESS;
+}
+
+std::uint16_t csum_flag(bool csum) noexcept { return csum ? core::kFlagPayloadCsum : 0; }
+
+core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t len, std::uint32_t crc) noexcept {
+    core::MatchFields m;
+    m.cid = r->base.req_base.req_comm->c_contextid;
+    m.src_rank = r->base.req_base.req_comm->c_my_rank;
+    m.tag = r->base.req_base.req_tag;
+    m.msg_seq = seq;
+    m.payload_len = static_cast<std::uint32_t>(len);
+    m.payload_crc = crc;
+    return m;
+}
+
+void schedule_frags(SendRequest* r) noexcept {
+    const unsigned window = state().config.pipeline_depth * state().config.vfrag_frags;
+    mca_bml_base_btl_array_t* arr = &r->endpoint->btl_send;
+    if (mca_bml_base_btl_array_get_size(arr) == 0) arr = &r->endpoint->btl_eager;
+    while (r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
+        mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(arr);
+        const std::size_t max_payload = bb->btl->btl_max_send_size - core::kFragHeaderSize;
+        const std::size_t len =
+            static_cast<std::size_t>(std::min<std::uint64_t>(r->bytes_target - r->bytes_scheduled, max_payload));
+        const std::uint64_t offset = r->bytes_scheduled;
+        const std::uint64_t recv_id = r->peer_recv_id;
+        const int rc = send_data_frame(r, bb, core::kFragHeaderSize, offset, len,
+                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
+                                           core::FragHdr h;
+                                           h.common = make_common(csum_flag(csum));
+                                           h.recv_req = recv_id;
+                                           h.offset = offset;
+                                           h.payload_len = static_cast<std::uint32_t>(len);
+                                           h.payload_crc = crc;
+                                           (void)core::encode(h, out);
+                                       });
+        if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
+            // Out of descriptors: resume from progress once some complete.
+            state().pending.emplace_back([r] {
+                const auto before = r->bytes_scheduled;
+                schedule_frags(r);
+                return r->bytes_scheduled != before || r->bytes_scheduled >= r->bytes_target;
+            });
+            return;
+        }
+        if (rc != OMPI_SUCCESS) {
+            r->failed = true;
+            check_send_done(r);
+            return;
+        }
+        r->bytes_scheduled += len;
+    }
+}
+
+}  // namespace
+
+core::Common make_common(std::uint16_t flags) noexcept {
+    core::Common c;
+    c.flags = flags;
+    c.src_jobid = OMPI_PROC_MY_NAME->jobid;
+    c.src_vpid = OMPI_PROC_MY_NAME->vpid;
+    return c;
+}
+
+int start_send(SendRequest* r) noexcept {
+    State& s = state();
+    mca_pml_base_request_t& b = r->base.req_base;
+    ompi_proc_t* proc = b.req_proc;
+    r->endpoint = mca_bml_base_get_endpoint(proc);
+    if (r->endpoint == nullptr || mca_bml_base_btl_array_get_size(&r->endpoint->btl_eager) == 0)
+        return OMPI_ERR_UNREACH;
+    core::CommMatcher* matcher = s.engine->comm(b.req_comm->c_contextid);
+    if (matcher == nullptr) return OMPI_ERR_BAD_PARAM;
+    r->peer = peer_for(proc);
+    if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED && r->base.req_bytes_packed > 0) {
+        const int rc = mca_pml_base_bsend_request_start(&b.req_ompi);
+        if (rc != OMPI_SUCCESS) return rc;
+    }
+    const std::uint16_t seq = matcher->next_send_seq(b.req_peer);
+    mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&r->endpoint->btl_eager);
+    const std::size_t size = r->base.req_bytes_packed;
+    const std::size_t btl_eager = bb->btl->btl_eager_limit;
+    const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
+
+    if (!sync && btl_eager > core::kMatchHeaderSize &&
+        size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize)) {
+        const int rc = send_data_frame(r, bb, core::kMatchHeaderSize, 0, size,
+                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
+                                           core::MatchHdr h;
+                                           h.common = make_common(csum_flag(csum));
+                                           h.match = match_fields(r, seq, size, crc);
+                                           (void)core::encode(h, out);
+                                       });
+        if (rc != OMPI_SUCCESS) return rc;
+        // The data now sits in the BTL's buffer: the user's buffer is free.
+        send_mpi_complete(r, OMPI_SUCCESS);
+        return OMPI_SUCCESS;
+    }
+
+    r->rndv = true;
+    r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
+    const std::size_t first =
+        btl_eager > core::kRndvHeaderSize ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit}) : 0;
+    const std::uint64_t wire_id = r->wire_id;
+    const int rc = send_data_frame(r, bb, core::kRndvHeaderSize, 0, first,
+                                   [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
+                                       core::RndvHdr h;
+                                       h.common = make_common(static_cast<std::uint16_t>(
+                                           csum_flag(csum) | (sync ? core::kFlagSync : 0)));
+                                       h.match = match_fields(r, seq, first, crc);
+                                       h.msg_len = size;
+                                       h.send_req = wire_id;
+                                       (void)core::encode(h, out);
+                                   });
+    if (rc != OMPI_SUCCESS) {
+        s.engine->release_send(r->wire_id);
+        r->wire_id = 0;
+        return rc;
+    }
+    return OMPI_SUCCESS;
+}
+
+void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept {
+    if (r->cts_received || r->base.req_base.req_pml_complete) return;
+    r->cts_received = true;
+    r->peer_recv_id = cts.recv_req;
+    r->bytes_target = std::min<std::uint64_t>(cts.want_len, r->base.req_bytes_packed);
+    r->bytes_scheduled = std::min(cts.offset, r->bytes_target);
+    schedule_frags(r);
+    check_send_done(r);
+}
+
+void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept {
+    State& s = state();
+    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0) return;
+    auto attempt = [ep, bytes = std::vector<std::uint8_t>(frame.begin(), frame.end())]() -> bool {
+        mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
+        mca_btl_base_descriptor_t* des = nullptr;
+        mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, bytes.size(), kDesFlags);
+        if (des == nullptr) return false;
+        std::memcpy(des->des_segments[0].seg_addr.pval, bytes.data(), bytes.size());
+        des->des_segments[0].seg_len = bytes.size();
+        des->des_cbfunc = control_frame_done;
+        des->des_cbdata = nullptr;
+        if (mca_bml_base_send(bb, des, kBtlTag) < 0) {
+            mca_bml_base_free(bb, des);
+            return false;
+        }
+        return true;
+    };
+    if (!s.pending.empty() || !attempt()) s.pending.emplace_back(std::move(attempt));
+}
+
+int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, mca_pml_base_send_mode_t mode,
+          ompi_communicator_t* comm, ompi_request_t** req) noexcept {
+    Guard g;
+    SendRequest* r = alloc_send();
+    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    r->base.req_base.req_proc = ompi_comm_peer_lookup(comm, dst);
+    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm, mode, false, 0);
+    mark_send_started(r);
+    const int rc = start_send(r);
+    if (rc != OMPI_SUCCESS) {
+        r->base.req_base.req_pml_complete = true;
+        r->base.req_base.req_free_called = true;
+        MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
+        opal_free_list_return(&state().send_requests, reinterpret_cast<opal_free_list_item_t*>(r));
+        return rc;
+    }
+    *req = &r->base.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, mca_pml_base_send_mode_t mode,
+         ompi_communicator_t* comm) noexcept {
+    ompi_request_t* req = nullptr;
+    int rc = isend(buf, count, dt, dst, tag, mode, comm, &req);
+    if (rc != OMPI_SUCCESS) return rc;
+    ompi_request_wait_completion(req);
+    rc = req->req_status.MPI_ERROR;
+    ompi_request_free(&req);
+    return rc;
+}
+
+int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+               mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept {
+    Guard g;
+    SendRequest* r = alloc_send();
+    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    r->base.req_base.req_proc = ompi_comm_peer_lookup(comm, dst);
+    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm, mode, true, 0);
+    // An inactive persistent request: complete from the PML's point of view
+    // until MPI_Start.
+    r->base.req_base.req_pml_complete = true;
+    *req = &r->base.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+}  // namespace pml::dr::mca
