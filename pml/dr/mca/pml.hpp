@@ -34,6 +34,7 @@ struct SendRequest {
     bool rndv;
     bool cts_received;
     bool failed;
+    bool scheduling;               // inside schedule_frags: completions only note progress
 };
 
 struct RecvRequest {

@@ -108,6 +108,7 @@ SendRequest* alloc_send() noexcept {
     r->rndv = false;
     r->cts_received = false;
     r->failed = false;
+    r->scheduling = false;
     return r;
 }
 

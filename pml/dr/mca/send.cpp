@@ -36,6 +36,7 @@ void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_b
     auto* r = static_cast<SendRequest*>(des->des_cbdata);
     --r->frames_inflight;
     if (status != OMPI_SUCCESS) r->failed = true;
+    if (r->scheduling) return;  // the scheduling loop above us checks again
     if (r->rndv && r->cts_received && !r->failed) schedule_frags(r);
     check_send_done(r);
 }
@@ -95,16 +96,21 @@ core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t le
 }
 
 void schedule_frags(SendRequest* r) noexcept {
+    // BTLs may complete a send inline and call data_frame_done from inside
+    // mca_bml_base_send; that callback must not re-enter this loop.
+    if (r->scheduling) return;
+    r->scheduling = true;
     const unsigned window = state().config.pipeline_depth * state().config.vfrag_frags;
     mca_bml_base_btl_array_t* arr = &r->endpoint->btl_send;
     if (mca_bml_base_btl_array_get_size(arr) == 0) arr = &r->endpoint->btl_eager;
-    while (r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
+    while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
         mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(arr);
         const std::size_t max_payload = bb->btl->btl_max_send_size - core::kFragHeaderSize;
         const std::size_t len =
             static_cast<std::size_t>(std::min<std::uint64_t>(r->bytes_target - r->bytes_scheduled, max_payload));
         const std::uint64_t offset = r->bytes_scheduled;
         const std::uint64_t recv_id = r->peer_recv_id;
+        r->bytes_scheduled += len;
         const int rc = send_data_frame(r, bb, core::kFragHeaderSize, offset, len,
                                        [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
                                            core::FragHdr h;
@@ -115,22 +121,21 @@ void schedule_frags(SendRequest* r) noexcept {
                                            h.payload_crc = crc;
                                            (void)core::encode(h, out);
                                        });
+        if (rc == OMPI_SUCCESS) continue;
+        r->bytes_scheduled -= len;
         if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
             // Out of descriptors: resume from progress once some complete.
             state().pending.emplace_back([r] {
                 const auto before = r->bytes_scheduled;
                 schedule_frags(r);
+                check_send_done(r);
                 return r->bytes_scheduled != before || r->bytes_scheduled >= r->bytes_target;
             });
-            return;
+            break;
         }
-        if (rc != OMPI_SUCCESS) {
-            r->failed = true;
-            check_send_done(r);
-            return;
-        }
-        r->bytes_scheduled += len;
+        r->failed = true;
     }
+    r->scheduling = false;
 }
 
 }  // namespace
