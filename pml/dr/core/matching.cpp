@@ -16,6 +16,11 @@ std::uint16_t CommMatcher::next_send_seq(std::int32_t dst) noexcept {
     return in_[static_cast<std::size_t>(dst)].send_seq++;
 }
 
+void CommMatcher::undo_send_seq(std::int32_t dst) noexcept {
+    if (dst < 0 || static_cast<std::size_t>(dst) >= in_.size()) return;
+    --in_[static_cast<std::size_t>(dst)].send_seq;
+}
+
 std::size_t CommMatcher::posted_count() const noexcept {
     std::size_t n = wild_.size();
     for (const Source& s : in_) n += s.posted.size();

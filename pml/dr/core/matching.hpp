@@ -81,6 +81,8 @@ public:
 
     // --- sending: the msg_seq to stamp on the next message to dst.
     std::uint16_t next_send_seq(std::int32_t dst) noexcept;
+    // Gives back the seq just taken when the send could not start after all.
+    void undo_send_seq(std::int32_t dst) noexcept;
 
     // --- receiving
     // Posts a receive. If an unexpected message matches, it is removed and

@@ -138,6 +138,58 @@ void schedule_frags(SendRequest* r) noexcept {
     r->scheduling = false;
 }
 
+// Small standard sends go out through the BTL's sendi in one call, without a
+// request: header and packed payload are built in one stack buffer.
+constexpr std::size_t kInlineMax = 256;
+
+int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, ompi_communicator_t* comm,
+                ompi_proc_t* proc) noexcept {
+    size_t type_size = 0;
+    ompi_datatype_type_size(dt, &type_size);
+    if (type_size * count > kInlineMax) return OMPI_ERR_NOT_AVAILABLE;
+    mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
+    if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0) return OMPI_ERR_NOT_AVAILABLE;
+    mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
+    if (bb->btl->btl_sendi == nullptr || bb->btl->btl_eager_limit < core::kMatchHeaderSize + kInlineMax)
+        return OMPI_ERR_NOT_AVAILABLE;
+    core::CommMatcher* matcher = state().engine->comm(comm->c_contextid);
+    if (matcher == nullptr) return OMPI_ERR_NOT_AVAILABLE;
+
+    std::uint8_t frame[core::kMatchHeaderSize + kInlineMax];
+    size_t size = 0;
+    if (type_size * count > 0) {
+        opal_convertor_t conv;
+        OBJ_CONSTRUCT(&conv, opal_convertor_t);
+        opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &dt->super, count, buf, 0, &conv);
+        opal_convertor_get_packed_size(&conv, &size);
+        if (size > kInlineMax) {
+            OBJ_DESTRUCT(&conv);
+            return OMPI_ERR_NOT_AVAILABLE;
+        }
+        iovec iov{frame + core::kMatchHeaderSize, size};
+        uint32_t iov_count = 1;
+        size_t max_data = size;
+        const int prc = opal_convertor_pack(&conv, &iov, &iov_count, &max_data);
+        OBJ_DESTRUCT(&conv);
+        if (prc < 0 || max_data != size) return OMPI_ERR_NOT_AVAILABLE;
+    }
+    const bool csum = want_csum(bb);
+    core::MatchHdr h;
+    h.common = make_common(csum_flag(csum));
+    h.match.cid = comm->c_contextid;
+    h.match.src_rank = comm->c_my_rank;
+    h.match.tag = tag;
+    h.match.msg_seq = matcher->next_send_seq(dst);
+    h.match.payload_len = static_cast<std::uint32_t>(size);
+    h.match.payload_crc = csum ? plugin::common::crc32c(frame + core::kMatchHeaderSize, size) : 0;
+    (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
+    const int rc = mca_bml_base_sendi(bb, nullptr, frame, core::kMatchHeaderSize + size, 0, MCA_BTL_NO_ORDER,
+                                      MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
+                                      nullptr);
+    if (rc != OMPI_SUCCESS) matcher->undo_send_seq(dst);
+    return rc;
+}
+
 }  // namespace
 
 core::Common make_common(std::uint16_t flags) noexcept {
@@ -148,21 +200,13 @@ core::Common make_common(std::uint16_t flags) noexcept {
     return c;
 }
 
-int start_send(SendRequest* r) noexcept {
+namespace {
+
+// Sends the first frame of a message: the whole of it (MATCH) or its head
+// (RNDV). The msg_seq is already taken, so a failure for lack of resources
+// must retry with the same seq rather than give up.
+int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     State& s = state();
-    mca_pml_base_request_t& b = r->base.req_base;
-    ompi_proc_t* proc = b.req_proc;
-    r->endpoint = mca_bml_base_get_endpoint(proc);
-    if (r->endpoint == nullptr || mca_bml_base_btl_array_get_size(&r->endpoint->btl_eager) == 0)
-        return OMPI_ERR_UNREACH;
-    core::CommMatcher* matcher = s.engine->comm(b.req_comm->c_contextid);
-    if (matcher == nullptr) return OMPI_ERR_BAD_PARAM;
-    r->peer = peer_for(proc);
-    if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED && r->base.req_bytes_packed > 0) {
-        const int rc = mca_pml_base_bsend_request_start(&b.req_ompi);
-        if (rc != OMPI_SUCCESS) return rc;
-    }
-    const std::uint16_t seq = matcher->next_send_seq(b.req_peer);
     mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&r->endpoint->btl_eager);
     const std::size_t size = r->base.req_bytes_packed;
     const std::size_t btl_eager = bb->btl->btl_eager_limit;
@@ -177,33 +221,68 @@ int start_send(SendRequest* r) noexcept {
                                            h.match = match_fields(r, seq, size, crc);
                                            (void)core::encode(h, out);
                                        });
-        if (rc != OMPI_SUCCESS) return rc;
         // The data now sits in the BTL's buffer: the user's buffer is free.
-        send_mpi_complete(r, OMPI_SUCCESS);
-        return OMPI_SUCCESS;
+        if (rc == OMPI_SUCCESS) send_mpi_complete(r, OMPI_SUCCESS);
+        return rc;
     }
 
     r->rndv = true;
-    r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
+    if (r->wire_id == 0) r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
     const std::size_t first =
         btl_eager > core::kRndvHeaderSize ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit}) : 0;
     const std::uint64_t wire_id = r->wire_id;
-    const int rc = send_data_frame(r, bb, core::kRndvHeaderSize, 0, first,
-                                   [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
-                                       core::RndvHdr h;
-                                       h.common = make_common(static_cast<std::uint16_t>(
-                                           csum_flag(csum) | (sync ? core::kFlagSync : 0)));
-                                       h.match = match_fields(r, seq, first, crc);
-                                       h.msg_len = size;
-                                       h.send_req = wire_id;
-                                       (void)core::encode(h, out);
-                                   });
-    if (rc != OMPI_SUCCESS) {
-        s.engine->release_send(r->wire_id);
-        r->wire_id = 0;
-        return rc;
+    return send_data_frame(r, bb, core::kRndvHeaderSize, 0, first,
+                           [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
+                               core::RndvHdr h;
+                               h.common = make_common(
+                                   static_cast<std::uint16_t>(csum_flag(csum) | (sync ? core::kFlagSync : 0)));
+                               h.match = match_fields(r, seq, first, crc);
+                               h.msg_len = size;
+                               h.send_req = wire_id;
+                               (void)core::encode(h, out);
+                           });
+}
+
+}  // namespace
+
+int start_send(SendRequest* r) noexcept {
+    State& s = state();
+    mca_pml_base_request_t& b = r->base.req_base;
+    ompi_proc_t* proc = b.req_proc;
+    r->endpoint = mca_bml_base_get_endpoint(proc);
+    if (r->endpoint == nullptr || mca_bml_base_btl_array_get_size(&r->endpoint->btl_eager) == 0)
+        return OMPI_ERR_UNREACH;
+    core::CommMatcher* matcher = s.engine->comm(b.req_comm->c_contextid);
+    if (matcher == nullptr) return OMPI_ERR_BAD_PARAM;
+    r->peer = peer_for(proc);
+    if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED && r->base.req_bytes_packed > 0) {
+        const int rc = mca_pml_base_bsend_request_start(&b.req_ompi);
+        if (rc != OMPI_SUCCESS) return rc;
+        // Buffered: the user's data is in the attached buffer already.
+        send_mpi_complete(r, OMPI_SUCCESS);
     }
-    return OMPI_SUCCESS;
+    const std::uint16_t seq = matcher->next_send_seq(b.req_peer);
+    const int rc = send_first_frame(r, seq);
+    if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
+        s.pending.emplace_back([r, seq] {
+            const int again = send_first_frame(r, seq);
+            if (again == OMPI_ERR_OUT_OF_RESOURCE) return false;
+            if (again != OMPI_SUCCESS) {
+                r->failed = true;
+                check_send_done(r);
+            }
+            return true;
+        });
+        return OMPI_SUCCESS;
+    }
+    if (rc != OMPI_SUCCESS) {
+        matcher->undo_send_seq(b.req_peer);
+        if (r->wire_id != 0) {
+            s.engine->release_send(r->wire_id);
+            r->wire_id = 0;
+        }
+    }
+    return rc;
 }
 
 void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept {
@@ -242,9 +321,16 @@ void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexce
 int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, mca_pml_base_send_mode_t mode,
           ompi_communicator_t* comm, ompi_request_t** req) noexcept {
     Guard g;
+    ompi_proc_t* proc = ompi_comm_peer_lookup(comm, dst);
+    if ((mode == MCA_PML_BASE_SEND_STANDARD || mode == MCA_PML_BASE_SEND_READY) &&
+        send_inline(buf, count, dt, dst, tag, comm, proc) == OMPI_SUCCESS) {
+        // Nothing left to complete: the status of a send carries nothing else.
+        *req = &ompi_request_empty;
+        return OMPI_SUCCESS;
+    }
     SendRequest* r = alloc_send();
     if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
-    r->base.req_base.req_proc = ompi_comm_peer_lookup(comm, dst);
+    r->base.req_base.req_proc = proc;
     MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm, mode, false, 0);
     mark_send_started(r);
     const int rc = start_send(r);
