@@ -31,7 +31,7 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
     parked_.erase(keep, parked_.end());
     for (Parked& p : replay) {
         parked_bytes_ -= p.frame.size();
-        on_frame(p.frame, sink);
+        on_frame(p.frame, sink, p.path);
     }
 }
 
@@ -87,7 +87,7 @@ void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
          to_string(e.code).data(), static_cast<int>(e.message.size()), e.message.data());
 }
 
-void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink) {
+void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path) {
     ++rx_.frames;
     rx_.bytes += frame.size();
     auto decoded = decode(frame);
@@ -106,9 +106,9 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink) {
     const PeerId peer = pit->second;
     const auto payload = decoded->payload;
     if (const auto* m = std::get_if<MatchHdr>(&decoded->header)) {
-        on_match_or_rndv(peer, m->match, nullptr, c.flags, payload, frame, sink);
+        on_match_or_rndv(peer, m->match, nullptr, c.flags, payload, frame, sink, path);
     } else if (const auto* r = std::get_if<RndvHdr>(&decoded->header)) {
-        on_match_or_rndv(peer, r->match, r, c.flags, payload, frame, sink);
+        on_match_or_rndv(peer, r->match, r, c.flags, payload, frame, sink, path);
     } else if (const auto* cts = std::get_if<CtsHdr>(&decoded->header)) {
         auto it = sends_.find(cts->send_req);
         if (it == sends_.end() || it->second.peer != peer) {
@@ -135,7 +135,7 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink) {
 
 void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv, std::uint16_t flags,
                               std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
-                              EngineSink& sink) {
+                              EngineSink& sink, std::uint64_t path) {
     auto cit = comms_.find(m.cid);
     if (cit == comms_.end()) {
         if (parked_bytes_ + frame.size() > config_.unexpected_limit) {
@@ -145,7 +145,7 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
         }
         ++rx_.pending_unknown_comm;
         parked_bytes_ += frame.size();
-        parked_.push_back(Parked{m.cid, {frame.begin(), frame.end()}});
+        parked_.push_back(Parked{m.cid, path, {frame.begin(), frame.end()}});
         return;
     }
     Comm& comm = *cit->second;
@@ -165,6 +165,9 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
     info.sync = (flags & kFlagSync) != 0;
     info.msg_len = rndv != nullptr ? rndv->msg_len : payload.size();
     info.send_req = rndv != nullptr ? rndv->send_req : 0;
+    info.rget = (flags & kFlagRget) != 0;
+    info.remote_addr = rndv != nullptr ? rndv->remote_addr : 0;
+    info.path = path;
     auto r = comm.matcher.arrive(info, payload, sink, held_bytes_);
     if (!r) ++rx_.duplicates;
 }

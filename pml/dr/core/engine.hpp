@@ -75,8 +75,9 @@ public:
     void release_send(std::uint64_t id) noexcept { sends_.erase(id); }
     void release_recv(std::uint64_t id) noexcept { recvs_.erase(id); }
 
-    // --- arriving frames (one BTL segment, header + payload contiguous)
-    void on_frame(std::span<const std::uint8_t> frame, EngineSink& sink);
+    // --- arriving frames (one BTL segment, header + payload contiguous).
+    // path: the glue's opaque id of the BTL the frame came on.
+    void on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path = 0);
 
     [[nodiscard]] const RxCounters& rx() const noexcept { return rx_; }
     [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_; }
@@ -101,12 +102,13 @@ private:
     // (another rank's MPI_Comm_dup/split finished first).
     struct Parked {
         std::uint32_t cid;
+        std::uint64_t path;
         std::vector<std::uint8_t> frame;
     };
 
     void on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv, std::uint16_t flags,
                           std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
-                          EngineSink& sink);
+                          EngineSink& sink, std::uint64_t path);
     void count_decode_error(const plugin::common::Error& e) noexcept;
 
     Config config_;

@@ -34,6 +34,9 @@ struct MessageInfo {
     bool sync = false;          // sender waits for the match (Ssend)
     std::uint64_t msg_len = 0;  // whole message, bytes
     std::uint64_t send_req = 0; // sender's id for CTS
+    bool rget = false;          // eager bytes are the sender's registration handle
+    std::uint64_t remote_addr = 0;
+    std::uint64_t path = 0;     // opaque id of the path (BTL) the message came on
 };
 
 // A message nobody has asked for yet, with its eager bytes copied out of the

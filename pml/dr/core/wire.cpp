@@ -96,6 +96,7 @@ Result<std::size_t> encode(const RndvHdr& h, std::span<std::uint8_t> out) noexce
     put_match(w, h.match);
     w.u64(h.msg_len);
     w.u64(h.send_req);
+    w.u64(h.remote_addr);
     return seal(w);
 }
 
@@ -147,6 +148,8 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
     if (crc != header_crc(hdr)) return fail(ErrorCode::BadChecksum, "header checksum mismatch");
     if (version != kWireVersion) return fail(ErrorCode::BadVersion, "unsupported wire version");
     if ((c.flags & ~kKnownFlags) != 0) return fail(ErrorCode::BadField, "unknown flag bits");
+    if ((c.flags & (kFlagRget | kFlagSync)) != 0 && type != FrameType::Rndv)
+        return fail(ErrorCode::BadField, "RGET/SYNC flag on a frame other than RNDV");
     c.src_jobid = r.u32();
     c.src_vpid = r.u32();
     c.frame_seq = r.u32();
@@ -172,11 +175,17 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
             break;
         }
         case FrameType::Rndv: {
-            RndvHdr h{c, get_match(r), 0, 0};
+            RndvHdr h{c, get_match(r), 0, 0, 0};
             h.msg_len = r.u64();
             h.send_req = r.u64();
-            if (check_payload_len(h.match.payload_len, h.match.payload_crc) &&
-                h.msg_len < h.match.payload_len)
+            h.remote_addr = r.u64();
+            const bool rget = (c.flags & kFlagRget) != 0;
+            if (!check_payload_len(h.match.payload_len, h.match.payload_crc)) break;
+            if (rget && (c.flags & kFlagPayloadCsum) == 0)
+                r.fail(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
+            else if (!rget && h.remote_addr != 0)
+                r.fail(Error(ErrorCode::BadField, "remote_addr set without RGET flag"));
+            else if (!rget && h.msg_len < h.match.payload_len)
                 r.fail(Error(ErrorCode::BadLength, "RNDV payload longer than the message"));
             d.header = h;
             break;

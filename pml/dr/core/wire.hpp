@@ -27,9 +27,15 @@
 // MATCH: a whole message in one frame (eager). +24 bytes:
 //   | cid (u32) | src_rank (i32) | tag (i32) | msg_seq (u16) | reserved (u16) |
 //   | payload_len (u32) | payload_crc (u32) |
-// RNDV: first frame of a message the receiver must accept (long or synchronous). +40:
+// RNDV: first frame of a message the receiver must accept (long or synchronous). +48:
 //   | cid | src_rank | tag | msg_seq (u16) | reserved (u16) | payload_len (u32) |
-//   | payload_crc (u32) | msg_len (u64) | send_req (u64) |
+//   | payload_crc (u32) | msg_len (u64) | send_req (u64) | remote_addr (u64) |
+//   Without kFlagRget the payload is the message's first bytes and remote_addr
+//   is zero. With kFlagRget the payload is the sender's BTL registration
+//   handle for the whole (contiguous) message at remote_addr, which the
+//   receiver may fetch with a BTL get; it then sends a CTS with
+//   offset == want_len ("nothing more to send"). kFlagRget requires the
+//   payload CRC, since the handle steers a remote memory read.
 // CTS: receiver matched a RNDV; send bytes [offset, want_len). +32:
 //   | send_req (u64) | recv_req (u64) | offset (u64) | want_len (u64) |
 // FRAG: bytes of a matched message at offset. +24:
@@ -57,12 +63,13 @@ enum FrameFlags : std::uint16_t {
     kFlagPayloadCsum = 0x0001,  // payload_crc is meaningful
     kFlagSync = 0x0002,         // RNDV of a synchronous send: CTS doubles as the match ack
     kFlagRetransmit = 0x0004,   // frame is a resend (statistics only)
+    kFlagRget = 0x0008,         // RNDV: payload is a registration handle (see above)
 };
-inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFlagRetransmit;
+inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFlagRetransmit | kFlagRget;
 
 inline constexpr std::size_t kCommonHeaderSize = 20;
 inline constexpr std::size_t kMatchHeaderSize = kCommonHeaderSize + 24;
-inline constexpr std::size_t kRndvHeaderSize = kCommonHeaderSize + 40;
+inline constexpr std::size_t kRndvHeaderSize = kCommonHeaderSize + 48;
 inline constexpr std::size_t kCtsHeaderSize = kCommonHeaderSize + 32;
 inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
 inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 16;
@@ -98,6 +105,7 @@ struct RndvHdr {
     MatchFields match;
     std::uint64_t msg_len = 0;
     std::uint64_t send_req = 0;
+    std::uint64_t remote_addr = 0;
 };
 
 struct CtsHdr {

@@ -24,11 +24,12 @@ public:
 };
 Sink g_sink;
 
-void btl_recv(mca_btl_base_module_t*, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des, void*) noexcept {
+void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des, void*) noexcept {
     Guard g;
+    const auto path = reinterpret_cast<std::uint64_t>(btl);
     const mca_btl_base_segment_t* seg = des->des_segments;
     if (des->des_segment_count == 1) {
-        state().engine->on_frame({static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len}, g_sink);
+        state().engine->on_frame({static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len}, g_sink, path);
         return;
     }
     // Rare: a BTL that hands us several segments. Gather them.
@@ -37,7 +38,7 @@ void btl_recv(mca_btl_base_module_t*, mca_btl_base_tag_t, mca_btl_base_descripto
         const auto* p = static_cast<const std::uint8_t*>(seg[i].seg_addr.pval);
         frame.insert(frame.end(), p, p + seg[i].seg_len);
     }
-    state().engine->on_frame(frame, g_sink);
+    state().engine->on_frame(frame, g_sink, path);
 }
 
 void btl_error(mca_btl_base_module_t* btl, int32_t, opal_proc_t* errproc, char* info) noexcept {
@@ -121,6 +122,8 @@ int start_request(ompi_request_t* req) noexcept {
             r->wire_id = r->peer_recv_id = r->bytes_scheduled = r->bytes_target = 0;
             r->frames_inflight = 0;
             r->rndv = r->cts_received = r->failed = false;
+            r->rdma_btl = nullptr;
+            r->rdma_handle = nullptr;
             const int rc = start_send(r);
             if (rc != OMPI_SUCCESS) {
                 r->failed = true;

@@ -35,6 +35,9 @@ struct SendRequest {
     bool cts_received;
     bool failed;
     bool scheduling;               // inside schedule_frags: completions only note progress
+    // RGET: the BTL and registration the receiver reads our buffer through.
+    mca_bml_base_btl_t* rdma_btl;
+    mca_btl_base_registration_handle_t* rdma_handle;
 };
 
 struct RecvRequest {
@@ -45,6 +48,14 @@ struct RecvRequest {
     std::uint64_t bytes_received;
     std::uint64_t msg_len;
     bool matched;
+    // RGET in progress: gets not yet completed, the sender's handle (malloc'd
+    // copy), our local registration, the BTL used.
+    std::uint32_t gets_outstanding;
+    bool get_failed;
+    std::uint64_t send_req;        // sender's id, for the final CTS
+    void* remote_handle;
+    mca_btl_base_registration_handle_t* local_handle;
+    mca_bml_base_btl_t* rdma_btl;
 };
 
 // Global module state (one PML per process).
@@ -101,6 +112,16 @@ int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int 
 // Sends a small control frame (CTS) to a peer; retried from progress on busy.
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept;
 core::Common make_common(std::uint16_t flags) noexcept;
+
+// rdma.cpp: the RGET protocol (receiver reads a contiguous send buffer).
+// Sender side: picks a BTL and registers the buffer; false: use RNDV/FRAGs.
+bool rget_prepare(SendRequest* r) noexcept;
+void rget_release_send(SendRequest* r) noexcept;
+// Receiver side: starts the gets; false: the caller falls back to CTS/FRAGs.
+bool rget_start(RecvRequest* r, const core::MessageInfo& info, std::span<const std::uint8_t> handle) noexcept;
+void rget_release_recv(RecvRequest* r) noexcept;
+// Sends a CTS for a matched RNDV.
+void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noexcept;
 
 // recv.cpp
 int start_recv(RecvRequest* r) noexcept;

@@ -65,6 +65,13 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const
     st.MPI_TAG = info.tag;
     r->msg_len = info.msg_len;
     r->bytes_expected = std::min<std::uint64_t>(info.msg_len, r->base.req_bytes_packed);
+    if (info.rget) {
+        // The payload is the sender's registration handle, not data.
+        if (rget_start(r, info, eager)) return;
+        r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
+        send_cts(r, info.send_req, 0);
+        return;
+    }
     unpack(r, 0, eager);
     if (!info.rndv) {
         recv_complete(r, OMPI_SUCCESS);
@@ -73,15 +80,19 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const
     // RNDV: tell the sender where to resume (and, for Ssend, that we matched).
     const bool done = r->bytes_received >= r->bytes_expected;
     if (!done) r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
+    send_cts(r, info.send_req, std::min<std::uint64_t>(eager.size(), r->bytes_expected));
+    if (done) recv_complete(r, OMPI_SUCCESS);
+}
+
+void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noexcept {
     core::CtsHdr cts;
     cts.common = make_common(0);
-    cts.send_req = info.send_req;
+    cts.send_req = send_req;
     cts.recv_req = r->wire_id;
-    cts.offset = std::min<std::uint64_t>(eager.size(), r->bytes_expected);
+    cts.offset = offset;
     cts.want_len = r->bytes_expected;
     std::uint8_t buf[core::kCtsHeaderSize];
     if (core::encode(cts, buf)) send_control(r->peer, buf);
-    if (done) recv_complete(r, OMPI_SUCCESS);
 }
 
 void handle_frag(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> payload) noexcept {
@@ -97,6 +108,8 @@ int start_recv(RecvRequest* r) noexcept {
     r->bytes_expected = 0;
     r->bytes_received = 0;
     r->msg_len = 0;
+    r->gets_outstanding = 0;
+    r->get_failed = false;
     if (matcher_of(b.req_comm) == nullptr) return OMPI_ERR_BAD_PARAM;
     core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r), b.req_peer, b.req_tag);
     if (msg) handle_match(r, msg->info, msg->data);
@@ -220,6 +233,8 @@ int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** messag
     r->bytes_expected = 0;
     r->bytes_received = 0;
     r->msg_len = 0;
+    r->gets_outstanding = 0;
+    r->get_failed = false;
     *req = &r->base.req_base.req_ompi;
     ompi_message_return(msg);
     *message = &ompi_message_null.message;

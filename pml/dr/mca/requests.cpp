@@ -109,6 +109,8 @@ SendRequest* alloc_send() noexcept {
     r->cts_received = false;
     r->failed = false;
     r->scheduling = false;
+    r->rdma_btl = nullptr;
+    r->rdma_handle = nullptr;
     return r;
 }
 
@@ -122,6 +124,12 @@ RecvRequest* alloc_recv() noexcept {
     r->bytes_received = 0;
     r->msg_len = 0;
     r->matched = false;
+    r->gets_outstanding = 0;
+    r->get_failed = false;
+    r->send_req = 0;
+    r->remote_handle = nullptr;
+    r->local_handle = nullptr;
+    r->rdma_btl = nullptr;
     return r;
 }
 
@@ -153,6 +161,7 @@ void send_pml_complete(SendRequest* r) noexcept {
         state().engine->release_send(r->wire_id);
         r->wire_id = 0;
     }
+    rget_release_send(r);
     if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED &&
         r->base.req_addr != r->base.req_base.req_addr) {
         mca_pml_base_bsend_request_fini(reinterpret_cast<ompi_request_t*>(r));
@@ -168,6 +177,7 @@ void recv_complete(RecvRequest* r, int error) noexcept {
         state().engine->release_recv(r->wire_id);
         r->wire_id = 0;
     }
+    rget_release_recv(r);
     ompi_request_t* req = &r->base.req_base.req_ompi;
     req->req_status._ucount = r->bytes_received;
     if (error == OMPI_SUCCESS && r->msg_len > r->base.req_bytes_packed) error = MPI_ERR_TRUNCATE;

@@ -202,6 +202,43 @@ core::Common make_common(std::uint16_t flags) noexcept {
 
 namespace {
 
+// RGET: the RNDV carries our registration handle instead of data and goes
+// out on the BTL the receiver will read through.
+int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
+    mca_bml_base_btl_t* bb = r->rdma_btl;
+    const std::size_t hlen = bb->btl->btl_registration_handle_size;
+    if (bb->btl->btl_eager_limit < core::kRndvHeaderSize + hlen) return OMPI_ERR_NOT_AVAILABLE;
+    mca_btl_base_descriptor_t* des = nullptr;
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, core::kRndvHeaderSize + hlen, kDesFlags);
+    if (des == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
+    if (hlen > 0) std::memcpy(base + core::kRndvHeaderSize, r->rdma_handle, hlen);
+    void* addr = nullptr;
+    size_t zero = 0;
+    opal_convertor_set_position(&r->base.req_base.req_convertor, &zero);
+    opal_convertor_get_current_pointer(&r->base.req_base.req_convertor, &addr);
+    const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
+    core::RndvHdr h;
+    h.common = make_common(static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
+                                                      (sync ? core::kFlagSync : 0)));
+    h.match = match_fields(r, seq, hlen, plugin::common::crc32c(base + core::kRndvHeaderSize, hlen));
+    h.msg_len = r->base.req_bytes_packed;
+    h.send_req = r->wire_id;
+    h.remote_addr = reinterpret_cast<std::uint64_t>(addr);
+    (void)core::encode(h, std::span<std::uint8_t>(base, core::kRndvHeaderSize));
+    des->des_segments[0].seg_len = core::kRndvHeaderSize + hlen;
+    des->des_cbfunc = data_frame_done;
+    des->des_cbdata = r;
+    ++r->frames_inflight;
+    const int rc = mca_bml_base_send(bb, des, kBtlTag);
+    if (rc < 0) {
+        --r->frames_inflight;
+        mca_bml_base_free(bb, des);
+        return rc;
+    }
+    return OMPI_SUCCESS;
+}
+
 // Sends the first frame of a message: the whole of it (MATCH) or its head
 // (RNDV). The msg_seq is already taken, so a failure for lack of resources
 // must retry with the same seq rather than give up.
@@ -228,6 +265,11 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
 
     r->rndv = true;
     if (r->wire_id == 0) r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
+    if (size > btl_eager && (r->rdma_btl != nullptr || rget_prepare(r))) {
+        const int rc = send_rget_frame(r, seq);
+        if (rc != OMPI_ERR_NOT_AVAILABLE) return rc;
+        rget_release_send(r);
+    }
     const std::size_t first =
         btl_eager > core::kRndvHeaderSize ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit}) : 0;
     const std::uint64_t wire_id = r->wire_id;
@@ -349,7 +391,7 @@ int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, m
          ompi_communicator_t* comm) noexcept {
     ompi_request_t* req = nullptr;
     int rc = isend(buf, count, dt, dst, tag, mode, comm, &req);
-    if (rc != OMPI_SUCCESS) return rc;
+    if (rc != OMPI_SUCCESS || req == &ompi_request_empty) return rc;  // sent inline
     ompi_request_wait_completion(req);
     rc = req->req_status.MPI_ERROR;
     ompi_request_free(&req);
