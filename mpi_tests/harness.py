@@ -359,6 +359,10 @@ class MpiRunner:
         if self.preload:
             old = os.environ.get("LD_PRELOAD", "")
             delta["LD_PRELOAD"] = f"{self.preload}:{old}" if old else self.preload
+            # spelled out so the reproduce line carries them
+            for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+                if var in os.environ:
+                    delta[var] = os.environ[var]
         delta.update(env or {})
         return delta
 

@@ -2,6 +2,7 @@
 # shellcheck shell=bash
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SCRIPT=$(realpath "$0")  # before any cd: usage() reads it
 BUILD_DIR=${BUILD_DIR:-$REPO/build}
 case $BUILD_DIR in /*) ;; *) BUILD_DIR=$PWD/$BUILD_DIR ;; esac
 
@@ -52,4 +53,9 @@ dirs_of() {
         case ":$out:" in *":$d:"*) ;; *) out=${out:+$out:}$d ;; esac
     done
     printf '%s\n' "$out"
+}
+
+# Print the comment block at the top of the calling script (its usage text).
+usage() {
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$SCRIPT"
 }

@@ -35,7 +35,11 @@ void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_b
     Guard g;
     auto* r = static_cast<SendRequest*>(des->des_cbdata);
     --r->frames_inflight;
-    if (status != OMPI_SUCCESS) r->failed = true;
+    if (status != OMPI_SUCCESS) {
+        plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
+                             "send to peer %u: BTL completed a frame with error %d", r->peer, status);
+        r->failed = true;
+    }
     if (r->scheduling) return;  // the scheduling loop above us checks again
     if (r->rndv && r->cts_received && !r->failed) schedule_frags(r);
     check_send_done(r);
@@ -44,11 +48,13 @@ void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_b
 void control_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t*,
                         int) noexcept {}
 
-// Builds one frame: header (encoded by `encode_hdr` once the payload CRC is
-// known) followed by `len` bytes packed from the request at `offset`.
+// Builds one frame: header (encoded by `encode_hdr(out, csum, crc, len)` once
+// the payload is packed) followed by up to `len` bytes packed from the
+// request at `offset`. The convertor may pack less than asked (it stops at
+// element boundaries of some datatypes); `len` returns what went.
 template <typename EncodeHdr>
 int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size, std::uint64_t offset,
-                    std::size_t len, EncodeHdr&& encode_hdr) noexcept {
+                    std::size_t& len, EncodeHdr&& encode_hdr) noexcept {
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
     if (des == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -62,13 +68,14 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
         iovec iov{base + hdr_size, len};
         uint32_t iov_count = 1;
         size_t max_data = len;
-        if (opal_convertor_pack(conv, &iov, &iov_count, &max_data) < 0 || max_data != len) {
+        if (opal_convertor_pack(conv, &iov, &iov_count, &max_data) < 0 || (max_data == 0 && len != 0)) {
             mca_bml_base_free(bb, des);
             return OMPI_ERROR;
         }
+        len = max_data;
         if (csum) crc = plugin::common::crc32c(base + hdr_size, len);
     }
-    encode_hdr(std::span<std::uint8_t>(base, hdr_size), csum, crc);
+    encode_hdr(std::span<std::uint8_t>(base, hdr_size), csum, crc, len);
     des->des_segments[0].seg_len = hdr_size + len;
     des->des_cbfunc = data_frame_done;
     des->des_cbdata = r;
@@ -106,23 +113,24 @@ void schedule_frags(SendRequest* r) noexcept {
     while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
         mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(arr);
         const std::size_t max_payload = bb->btl->btl_max_send_size - core::kFragHeaderSize;
-        const std::size_t len =
+        std::size_t len =
             static_cast<std::size_t>(std::min<std::uint64_t>(r->bytes_target - r->bytes_scheduled, max_payload));
         const std::uint64_t offset = r->bytes_scheduled;
         const std::uint64_t recv_id = r->peer_recv_id;
-        r->bytes_scheduled += len;
         const int rc = send_data_frame(r, bb, core::kFragHeaderSize, offset, len,
-                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
+                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                                            core::FragHdr h;
                                            h.common = make_common(csum_flag(csum));
                                            h.recv_req = recv_id;
                                            h.offset = offset;
-                                           h.payload_len = static_cast<std::uint32_t>(len);
+                                           h.payload_len = static_cast<std::uint32_t>(sent);
                                            h.payload_crc = crc;
                                            (void)core::encode(h, out);
                                        });
-        if (rc == OMPI_SUCCESS) continue;
-        r->bytes_scheduled -= len;
+        if (rc == OMPI_SUCCESS) {
+            r->bytes_scheduled = offset + len;
+            continue;
+        }
         if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
             // Out of descriptors: resume from progress once some complete.
             state().pending.emplace_back([r] {
@@ -133,6 +141,8 @@ void schedule_frags(SendRequest* r) noexcept {
             });
             break;
         }
+        plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
+                             "send to peer %u: cannot send a frag (error %d)", r->peer, rc);
         r->failed = true;
     }
     r->scheduling = false;
@@ -251,11 +261,12 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
 
     if (!sync && btl_eager > core::kMatchHeaderSize &&
         size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize)) {
-        const int rc = send_data_frame(r, bb, core::kMatchHeaderSize, 0, size,
-                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
+        std::size_t len = size;
+        const int rc = send_data_frame(r, bb, core::kMatchHeaderSize, 0, len,
+                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                                            core::MatchHdr h;
                                            h.common = make_common(csum_flag(csum));
-                                           h.match = match_fields(r, seq, size, crc);
+                                           h.match = match_fields(r, seq, sent, crc);
                                            (void)core::encode(h, out);
                                        });
         // The data now sits in the BTL's buffer: the user's buffer is free.
@@ -270,15 +281,15 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
         if (rc != OMPI_ERR_NOT_AVAILABLE) return rc;
         rget_release_send(r);
     }
-    const std::size_t first =
+    std::size_t first =
         btl_eager > core::kRndvHeaderSize ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit}) : 0;
     const std::uint64_t wire_id = r->wire_id;
     return send_data_frame(r, bb, core::kRndvHeaderSize, 0, first,
-                           [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc) {
+                           [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                                core::RndvHdr h;
                                h.common = make_common(
                                    static_cast<std::uint16_t>(csum_flag(csum) | (sync ? core::kFlagSync : 0)));
-                               h.match = match_fields(r, seq, first, crc);
+                               h.match = match_fields(r, seq, sent, crc);
                                h.msg_len = size;
                                h.send_req = wire_id;
                                (void)core::encode(h, out);
@@ -310,6 +321,8 @@ int start_send(SendRequest* r) noexcept {
             const int again = send_first_frame(r, seq);
             if (again == OMPI_ERR_OUT_OF_RESOURCE) return false;
             if (again != OMPI_SUCCESS) {
+                plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
+                                     "send to peer %u: cannot send the first frame (error %d)", r->peer, again);
                 r->failed = true;
                 check_send_done(r);
             }
@@ -377,6 +390,8 @@ int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, 
     mark_send_started(r);
     const int rc = start_send(r);
     if (rc != OMPI_SUCCESS) {
+        plugin::common::logf(*state().log, plugin::common::LogLevel::Debug, "send to rank %d failed to start: %d",
+                             dst, rc);
         r->base.req_base.req_pml_complete = true;
         r->base.req_base.req_free_called = true;
         MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
