@@ -13,7 +13,8 @@ Marker
                                       (default 60 s, times DR_TIMEOUT_SCALE)
 
 When a test fails, every command it ran is appended to the report as a
-ready-to-paste shell line (including OMPI_MCA_mca_base_component_path).
+ready-to-paste shell line (including OMPI_MCA_mca_base_component_path); the
+staged components are then kept (always with DR_KEEP_STAGE=1).
 """
 
 from __future__ import annotations
@@ -70,8 +71,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "mpi_timeout(seconds): hard timeout for each mpirun in the test")
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _staging.tmp is not None and not os.environ.get("DR_KEEP_STAGE"):
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Keep the staged components when something failed: the reproduce lines
+    # in the report point into that directory.
+    if _staging.tmp is None:
+        return
+    if session.testsfailed or os.environ.get("DR_KEEP_STAGE"):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"staged components kept in {_staging.tmp} "
+                                f"(for the commands in the failure reports)")
+    else:
         shutil.rmtree(_staging.tmp, ignore_errors=True)
 
 

@@ -454,8 +454,8 @@ TEST(PmlDrSim, RandomizedMatchingOverTwoReorderingLinks) {
         EXPECT_GE(s.messages, 2400u);
         EXPECT_GT(s.reordered, 0u);
         EXPECT_GT(s.held_out_of_order, 0u);
-        EXPECT_GT(s.matched_posted, s.messages / 10);
-        EXPECT_GT(s.matched_on_post, s.messages / 10);
+        EXPECT_GT(s.matched_posted, s.messages / 20);
+        EXPECT_GT(s.matched_on_post, s.messages / 20);
         total.messages += s.messages;
         total.matched_posted += s.matched_posted;
         total.matched_on_post += s.matched_on_post;
