@@ -27,7 +27,7 @@ def expect(result, marker: str) -> None:
 def test_p2p_semantics(mpi, btl, np):
     # 8 ranks on 2 cores: keep the large-message subtest smaller.
     big_mib = 64 if np <= 4 else 16
-    expect(mpi.run("p2p_semantics", np=np, mca=dr(btl), args=[big_mib]), "p2p ok: 14 subtests")
+    expect(mpi.run("p2p_semantics", np=np, mca=dr(btl), args=[big_mib]), "p2p ok: 15 subtests")
 
 
 @pytest.mark.mpi_timeout(180)
@@ -68,7 +68,7 @@ def test_mpi4py(mpi, script):
 def test_same_results_as_ob1(mpi):
     """The reference: the same program passes under ob1 on the same BTLs."""
     expect(mpi.run("p2p_semantics", np=4, mca={"pml": "ob1", "btl": "self,vader,tcp"}, args=[16]),
-           "p2p ok: 14 subtests")
+           "p2p ok: 15 subtests")
 
 
 @pytest.mark.mpi_timeout(60)
@@ -76,3 +76,20 @@ def test_dr_is_reported_selected(mpi):
     result = mpi.run("ring", np=2, mca=dr("self,vader", pml_base_verbose=10))
     result.check()
     assert "select: component dr selected" in result.stdout + result.stderr, result
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("btl", ["self,vader", "self,tcp"])
+def test_unexpected_memory_is_bounded(mpi, btl):
+    """A flood of unexpected messages stays within pml_dr_unexpected_limit."""
+    import re
+
+    limit = 65536
+    result = mpi.run("p2p_semantics", np=2, args=[8],
+                     mca=dr(btl, pml_dr_unexpected_limit=limit, pml_dr_stats=1))
+    expect(result, "p2p ok")
+    peaks = [int(m) for m in re.findall(r"unexpected_peak_bytes=(\d+)", result.stdout + result.stderr)]
+    assert len(peaks) == 2, result
+    # The flood subtest alone queues 6 MB unless flow control holds it back.
+    assert max(peaks) <= limit, f"unexpected store peaked at {max(peaks)} bytes > {limit}"
+    assert max(peaks) > 0, "the flood produced no unexpected messages: the test proves nothing"

@@ -441,6 +441,33 @@ static void test_communicators(void) {
     MPI_Comm_free(&dup);
 }
 
+/* Many unexpected messages: with a small pml_dr_unexpected_limit the sender
+ * runs out of eager credit and must fall back to data-less rendezvous. */
+static void test_flood(void) {
+    begin("flood");
+    if (size < 2) return;
+    const int n = 3000, len = 2000;
+    unsigned char *b = malloc((size_t)n * len);
+    if (rank == 0) {
+        MPI_Request *r = malloc(sizeof(MPI_Request) * n);
+        for (int i = 0; i < n; i++) {
+            fill(b + (size_t)i * len, len, 0, i);
+            MPI_Isend(b + (size_t)i * len, len, MPI_BYTE, 1, 90, MPI_COMM_WORLD, &r[i]);
+        }
+        MPI_Waitall(n, r, MPI_STATUSES_IGNORE);
+        free(r);
+    } else if (rank == 1) {
+        usleep(300000);
+        int bad = -1;
+        for (int i = 0; i < n; i++) {
+            MPI_Recv(b, len, MPI_BYTE, 0, 90, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (bad < 0 && bad_byte(b, len, 0, i) != (size_t)-1) bad = i;
+        }
+        CHECK(bad < 0, "flood message %d wrong (order or data)", bad);
+    }
+    free(b);
+}
+
 static void test_collectives(void) {
     begin("collectives");
     int n = 100000;
@@ -512,6 +539,7 @@ int main(int argc, char **argv) {
     test_datatypes();
     test_large(big);
     test_communicators();
+    test_flood();
     test_collectives();
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

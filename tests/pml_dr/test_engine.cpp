@@ -36,6 +36,7 @@ struct FragRec {
 };
 
 struct Sink : EngineSink {
+    std::vector<std::pair<PeerId, std::uint64_t>> credits;
     std::vector<MatchRec> matches;
     std::vector<MessageInfo> unexpected;
     std::vector<CtsRec> ctss;
@@ -48,17 +49,21 @@ struct Sink : EngineSink {
     void on_frag(Handle recv, PeerId peer, std::uint64_t offset, std::span<const std::uint8_t> payload) override {
         frags.push_back(FragRec{recv, peer, offset, {payload.begin(), payload.end()}});
     }
-    [[nodiscard]] std::size_t calls() const { return matches.size() + unexpected.size() + ctss.size() + frags.size(); }
+    void on_credit(PeerId peer, std::uint64_t released_total) override { credits.emplace_back(peer, released_total); }
+    [[nodiscard]] std::size_t calls() const {
+        return matches.size() + unexpected.size() + ctss.size() + frags.size() + credits.size();
+    }
 };
 
 // The drop counters, in a form that can be compared and printed.
-using Drops = std::array<std::uint64_t, 8>;
-constexpr std::array<const char*, 8> kDropNames = {"decode_errors", "checksum_errors", "unknown_peer", "bad_rank",
-                                                   "unknown_request", "duplicates", "pending_unknown_comm",
-                                                   "dropped_unknown_comm"};
+using Drops = std::array<std::uint64_t, 9>;
+constexpr std::array<const char*, 9> kDropNames = {"decode_errors",   "checksum_errors", "unknown_peer",
+                                                   "bad_rank",        "unknown_request", "duplicates",
+                                                   "pending_unknown_comm", "dropped_unknown_comm", "bad_credit"};
 Drops drops(const RxCounters& rx) {
-    return {rx.decode_errors, rx.checksum_errors, rx.unknown_peer,         rx.bad_rank,
-            rx.unknown_request, rx.duplicates,    rx.pending_unknown_comm, rx.dropped_unknown_comm};
+    return {rx.decode_errors,        rx.checksum_errors,      rx.unknown_peer,
+            rx.bad_rank,             rx.unknown_request,      rx.duplicates,
+            rx.pending_unknown_comm, rx.dropped_unknown_comm, rx.bad_credit};
 }
 std::string describe(const Drops& d) {
     std::string s;
@@ -145,7 +150,7 @@ TEST_F(EngineTest, PeerTable) {
 }
 
 TEST_F(EngineTest, ValidMatchReachesPostedReceive) {
-    EXPECT_EQ(e->post_recv(kCid, 10, 1, 5), nullptr);
+    EXPECT_EQ(e->post_recv(kCid, 10, 1, 5, sink), nullptr);
     const auto payload = pattern(300, 1, 0);
     expect_accepted(match_frame(kJob, 1, kCid, 1, 5, 0, payload), 77);
     ASSERT_EQ(sink.matches.size(), 1u);
@@ -176,7 +181,7 @@ TEST_F(EngineTest, RndvInfoPassedThrough) {
     h.match.payload_crc = plugin::common::crc32c(payload);
     h.msg_len = 1 << 20;
     h.send_req = 0xABCDEF;
-    EXPECT_EQ(e->post_recv(kCid, 5, kAnySource, kAnyTag), nullptr);
+    EXPECT_EQ(e->post_recv(kCid, 5, kAnySource, kAnyTag, sink), nullptr);
     expect_accepted(frame_of(h, payload), 3);
     ASSERT_EQ(sink.matches.size(), 1u);
     const auto& i = sink.matches[0].info;
@@ -192,7 +197,7 @@ TEST_F(EngineTest, RndvInfoPassedThrough) {
     h.common.flags = kFlagPayloadCsum | kFlagRget;
     h.match.msg_seq = 1;
     h.remote_addr = 0x7000'0000;
-    EXPECT_EQ(e->post_recv(kCid, 6, 2, 11), nullptr);
+    EXPECT_EQ(e->post_recv(kCid, 6, 2, 11, sink), nullptr);
     expect_accepted(frame_of(h, payload));
     ASSERT_EQ(sink.matches.size(), 2u);
     EXPECT_TRUE(sink.matches[1].info.rget);
@@ -227,7 +232,7 @@ TEST_F(EngineTest, SpoofedRankDropped) {
     EXPECT_EQ(e->comm(kCid)->unexpected_count(), 0u);
     EXPECT_EQ(e->held_bytes(), 0u);
     // The spoofed seq 0 did not consume rank 0's sequence: the real one matches.
-    EXPECT_EQ(e->post_recv(kCid, 1, 0, 5), nullptr);
+    EXPECT_EQ(e->post_recv(kCid, 1, 0, 5, sink), nullptr);
     expect_accepted(match_frame(kJob, 0, kCid, 0, 5, 0, p));
     ASSERT_EQ(sink.matches.size(), 1u);
     EXPECT_EQ(sink.matches[0].info.peer, pa);
@@ -368,25 +373,52 @@ TEST_F(EngineTest, AckFromKnownPeerIsNotADrop) {
     EXPECT_EQ(sink.calls(), 0u);
 }
 
+TEST_F(EngineTest, CreditValidatedAgainstWhatWasSent) {
+    auto credit = [](std::uint32_t vpid, std::uint64_t total) {
+        CreditHdr c;
+        c.common.src_jobid = kJob;
+        c.common.src_vpid = vpid;
+        c.released_total = total;
+        return frame_of(c);
+    };
+    // Nothing sent to B yet: any release is a lie.
+    expect_dropped(credit(1, 1), "bad_credit");
+    expect_dropped(credit(77, 0), "unknown_peer");
+    ASSERT_TRUE(e->try_charge_eager(pb, 1000));
+    expect_accepted(credit(1, 600));
+    ASSERT_NE(e->flow(pb), nullptr);
+    EXPECT_EQ(e->flow(pb)->released_by_peer, 600u);
+    expect_accepted(credit(1, 500));  // stale (reordered) report: never moves back
+    EXPECT_EQ(e->flow(pb)->released_by_peer, 600u);
+    expect_dropped(credit(1, 1001), "bad_credit");
+    // Credits are per peer: A's report cannot release B's bytes.
+    expect_dropped(credit(0, 1000), "bad_credit");
+    expect_accepted(credit(1, 1000));
+    EXPECT_EQ(e->flow(pb)->released_by_peer, 1000u);
+    EXPECT_EQ(e->flow(pa)->released_by_peer, 0u);
+    EXPECT_EQ(e->flow(99), nullptr);
+    EXPECT_EQ(sink.calls(), 0u);
+}
+
 TEST_F(EngineTest, HeldBytesAccounting) {
     expect_accepted(match_frame(kJob, 0, kCid, 0, 1, 0, pattern(100, 0, 0)));
     expect_accepted(match_frame(kJob, 1, kCid, 1, 2, 0, pattern(50, 1, 0)));
     expect_accepted(match_frame(kJob, 2, kCid, 2, 3, 1, pattern(25, 2, 1)));  // out of order: held
     EXPECT_EQ(e->held_bytes(), 175u);
     EXPECT_EQ(e->held_bytes(), e->comm(kCid)->held_bytes());
-    auto u = e->post_recv(kCid, 1, kAnySource, 1);
+    auto u = e->post_recv(kCid, 1, kAnySource, 1, sink);
     ASSERT_NE(u, nullptr);
     EXPECT_EQ(u->data, pattern(100, 0, 0));
     EXPECT_EQ(e->held_bytes(), 75u);
-    auto t = e->take_unexpected(kCid, 1, kAnyTag);
+    auto t = e->take_unexpected(kCid, 1, kAnyTag, sink);
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(e->held_bytes(), 25u);
-    EXPECT_EQ(e->take_unexpected(kCid, 2, 3), nullptr);  // still held out of order
-    EXPECT_EQ(e->post_recv(kCid, 2, 2, 3), nullptr);      // queued
+    EXPECT_EQ(e->take_unexpected(kCid, 2, 3, sink), nullptr);  // still held out of order
+    EXPECT_EQ(e->post_recv(kCid, 2, 2, 3, sink), nullptr);      // queued
     expect_accepted(match_frame(kJob, 2, kCid, 2, 3, 0, pattern(10, 2, 0)));  // seq 0 -> recv 2, then 1 released
     EXPECT_EQ(sink.matches.size(), 1u);
     EXPECT_EQ(e->held_bytes(), 25u);
-    auto v = e->take_unexpected(kCid, kAnySource, 3);
+    auto v = e->take_unexpected(kCid, kAnySource, 3, sink);
     ASSERT_NE(v, nullptr);
     EXPECT_EQ(v->info.seq, 1u);
     EXPECT_EQ(e->held_bytes(), 0u);
@@ -396,8 +428,8 @@ TEST_F(EngineTest, HeldBytesAccounting) {
     e->del_comm(kCid);
     EXPECT_EQ(e->held_bytes(), 0u);
     EXPECT_EQ(e->comm(kCid), nullptr);
-    EXPECT_EQ(e->post_recv(kCid, 3, 0, 1), nullptr);
-    EXPECT_EQ(e->take_unexpected(kCid, 0, 1), nullptr);
+    EXPECT_EQ(e->post_recv(kCid, 3, 0, 1, sink), nullptr);
+    EXPECT_EQ(e->take_unexpected(kCid, 0, 1, sink), nullptr);
     e->del_comm(kCid);  // twice is harmless
 }
 
@@ -411,9 +443,13 @@ TEST_F(EngineTest, ParkedFramesReplayedInOrderByAddComm) {
         match_frame(kJob, 1, kNew, 0, 3, 2, pattern(14, 0, 2)),  // B spoofing rank 0
         match_frame(kJob, 0, kNew, 1, 4, 1, pattern(15, 1, 1)),  // A seq 1
     };
-    for (const auto& f : frames) expect_dropped(f, "pending_unknown_comm");
+    std::uint64_t total_bytes = 0;
+    for (const auto& f : frames) {
+        expect_dropped(f, "pending_unknown_comm");
+        total_bytes += f.size();
+    }
     EXPECT_EQ(e->comm(kNew), nullptr);
-    EXPECT_EQ(e->post_recv(kNew, 1, kAnySource, kAnyTag), nullptr);  // no comm: nothing happens
+    EXPECT_EQ(e->post_recv(kNew, 1, kAnySource, kAnyTag, sink), nullptr);  // no comm: nothing happens
     EXPECT_EQ(sink.calls(), 0u);
     EXPECT_EQ(e->held_bytes(), 0u);  // parked frames are not matcher bytes
 
@@ -429,8 +465,11 @@ TEST_F(EngineTest, ParkedFramesReplayedInOrderByAddComm) {
     ++want[index_of("bad_rank")];  // the spoof is caught on replay
     EXPECT_EQ(describe(drops(e->rx())), describe(want));
     EXPECT_EQ(e->held_bytes(), 12u + 13u + 11u + 15u);
+    // Replay is not a second arrival: frames/bytes count what the BTLs delivered.
+    EXPECT_EQ(e->rx().frames, frames.size());
+    EXPECT_EQ(e->rx().bytes, total_bytes);
     // Payload survived parking.
-    auto u = e->take_unexpected(kNew, 0, 3);
+    auto u = e->take_unexpected(kNew, 0, 3, sink);
     ASSERT_NE(u, nullptr);
     EXPECT_EQ(u->data, pattern(13, 0, 0));
     // Replayed once only: a second add_comm of another cid replays nothing more.
@@ -442,7 +481,7 @@ TEST_F(EngineTest, ParkingKeepsOtherCommunicators) {
     expect_dropped(match_frame(kJob, 0, 20, 0, 1, 0, pattern(5, 0, 0)), "pending_unknown_comm");
     expect_dropped(match_frame(kJob, 0, 21, 0, 1, 0, pattern(6, 0, 0)), "pending_unknown_comm");
     expect_dropped(match_frame(kJob, 0, 20, 0, 1, 1, pattern(7, 0, 1)), "pending_unknown_comm");
-    EXPECT_EQ(e->post_recv(kCid, 1, 0, 1), nullptr);
+    EXPECT_EQ(e->post_recv(kCid, 1, 0, 1, sink), nullptr);
     e->add_comm(20, {pa}, sink);
     ASSERT_EQ(sink.unexpected.size(), 2u);
     EXPECT_EQ(sink.unexpected[0].seq, 0u);
@@ -451,7 +490,7 @@ TEST_F(EngineTest, ParkingKeepsOtherCommunicators) {
     EXPECT_EQ(e->comm(21), nullptr);
     e->add_comm(21, {pa}, sink);
     ASSERT_EQ(sink.unexpected.size(), 3u);
-    auto u = e->take_unexpected(21, 0, 1);
+    auto u = e->take_unexpected(21, 0, 1, sink);
     ASSERT_NE(u, nullptr);
     EXPECT_EQ(u->data, pattern(6, 0, 0));
 }

@@ -319,7 +319,7 @@ private:
         Node& node = nodes_[static_cast<std::size_t>(d)];
         Recv& r = node.recvs[i];
         auto want = node.oracle->post(r.handle, r.src, r.tag);
-        UnexpectedPtr got = node.engine->post_recv(kCid, r.handle, r.src, r.tag);
+        UnexpectedPtr got = node.engine->post_recv(kCid, r.handle, r.src, r.tag, node.sink);
         ASSERT_EQ(got != nullptr, want.has_value()) << "post of receive " << i << " at node " << d;
         if (!got) return;
         EXPECT_EQ((MsgKey{got->info.src, got->info.seq}), *want);
@@ -399,7 +399,7 @@ private:
             std::uint64_t drained = 0;
             for (int s = 0; s < n_; ++s) {
                 for (const std::int32_t tag : kTags) {
-                    while (UnexpectedPtr u = node.engine->take_unexpected(kCid, s, tag)) {
+                    while (UnexpectedPtr u = node.engine->take_unexpected(kCid, s, tag, node.sink)) {
                         const auto want = node.oracle->take(s, tag);
                         EXPECT_EQ((std::optional<MsgKey>{MsgKey{u->info.src, u->info.seq}}), want);
                         check_match(d, s, tag, u->info, u->data);

@@ -69,10 +69,11 @@ struct Samples {
     FragHdr frag{common(kFlagPayloadCsum), 0x0123'4567'89AB'CDEFull, 0xFFFF'FFFF'0000'0001ull,
                  static_cast<std::uint32_t>(payload.size()), crc32c(payload)};
     AckHdr ack{common(0), 0xFFFF'FFF0u, 0xFFFF'FFF1u, 0x8000'0000'0000'0001ull};
+    CreditHdr credit{common(kFlagRetransmit), 0x0123'4567'0000'0042ull};
 
     std::vector<std::vector<std::uint8_t>> all_frames() const {
         return {frame_of(match, payload), frame_of(rndv, payload), frame_of(cts), frame_of(frag, payload),
-                frame_of(ack)};
+                frame_of(ack), frame_of(credit)};
     }
 };
 
@@ -90,8 +91,9 @@ TEST(PmlDrWire, HeaderSizes) {
     EXPECT_EQ(header_size(FrameType::Cts), 52u);
     EXPECT_EQ(header_size(FrameType::Frag), 44u);
     EXPECT_EQ(header_size(FrameType::Ack), 36u);
+    EXPECT_EQ(header_size(FrameType::Credit), 28u);
     EXPECT_EQ(header_size(static_cast<FrameType>(0)), 0u);
-    EXPECT_EQ(header_size(static_cast<FrameType>(6)), 0u);
+    EXPECT_EQ(header_size(static_cast<FrameType>(7)), 0u);
     EXPECT_EQ(to_string(FrameType::Rndv), "RNDV");
     EXPECT_EQ(to_string(static_cast<FrameType>(77)), "unknown");
 }
@@ -186,6 +188,18 @@ TEST(PmlDrWire, RoundTripAck) {
     EXPECT_EQ(h->sack_mask, s.ack.sack_mask);
 }
 
+TEST(PmlDrWire, RoundTripCredit) {
+    Samples s;
+    auto f = frame_of(s.credit);
+    ASSERT_EQ(f.size(), kCreditHeaderSize);
+    auto d = decode(f);
+    ASSERT_TRUE(d.has_value()) << to_string(d.error().code);
+    const auto* h = std::get_if<CreditHdr>(&d->header);
+    ASSERT_NE(h, nullptr);
+    expect_common(h->common, s.credit.common, FrameType::Credit);
+    EXPECT_EQ(h->released_total, s.credit.released_total);
+}
+
 TEST(PmlDrWire, RoundTripExtremeValues) {
     // All-ones and all-zero fields survive; signed fields keep their sign.
     for (const std::int32_t v : {INT32_MIN, -1, 0, INT32_MAX}) {
@@ -244,6 +258,7 @@ TEST(PmlDrWire, EncodeIntoShortBufferFails) {
     try_short(s.cts, kCtsHeaderSize);
     try_short(s.frag, kFragHeaderSize);
     try_short(s.ack, kAckHeaderSize);
+    try_short(s.credit, kCreditHeaderSize);
 }
 
 // ---------------------------------------------------------------- golden bytes
@@ -438,7 +453,7 @@ TEST(PmlDrWire, UnknownVersionRejected) {
 
 TEST(PmlDrWire, UnknownTypeRejected) {
     Samples s;
-    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 6, 7, 0x80, 0xFF}) {
+    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 7, 8, 0x80, 0xFF}) {
         auto g = frame_of(s.match, s.payload);
         g[1] = t;
         EXPECT_EQ(error_of(g), ErrorCode::BadType) << "type " << int{t};
@@ -521,7 +536,8 @@ TEST(PmlDrWire, RndvPayloadLongerThanMessageRejected) {
 
 TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
     Samples s;
-    for (const std::uint16_t flag : {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget}}) {
+    for (const std::uint16_t flag :
+         {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget}, std::uint16_t{kFlagCreditStarved}}) {
         auto m = s.match;
         m.common.flags = static_cast<std::uint16_t>(m.common.flags | flag);
         EXPECT_EQ(error_of(frame_of(m, s.payload)), ErrorCode::BadField) << flag;
@@ -534,6 +550,16 @@ TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
         auto a = s.ack;
         a.common.flags = flag;
         EXPECT_EQ(error_of(frame_of(a)), ErrorCode::BadField) << flag;
+        auto cr = s.credit;
+        cr.common.flags = flag;
+        EXPECT_EQ(error_of(frame_of(cr)), ErrorCode::BadField) << flag;
+    }
+    // ... and accepted on RNDV.
+    for (const std::uint16_t flag :
+         {std::uint16_t{kFlagSync}, std::uint16_t{kFlagCreditStarved}}) {
+        auto r = s.rndv;
+        r.common.flags = static_cast<std::uint16_t>(r.common.flags | flag);
+        EXPECT_TRUE(decode(frame_of(r, s.payload)).has_value()) << flag;
     }
 }
 
@@ -570,9 +596,9 @@ TEST(PmlDrWire, CtsOffsetPastWantLenRejected) {
     EXPECT_EQ(error_of(g), ErrorCode::BadField);
 }
 
-TEST(PmlDrWire, PayloadOnCtsOrAckRejected) {
+TEST(PmlDrWire, PayloadOnCtsAckOrCreditRejected) {
     Samples s;
-    for (auto f : {frame_of(s.cts), frame_of(s.ack)}) {
+    for (auto f : {frame_of(s.cts), frame_of(s.ack), frame_of(s.credit)}) {
         f.push_back(0x42);
         EXPECT_EQ(error_of(f), ErrorCode::BadLength) << "type " << int{f[1]};
         auto d = decode_header(std::span(f).first(f.size() - 1), 1);

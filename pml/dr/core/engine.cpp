@@ -12,7 +12,10 @@ Engine::Engine(const Config& config, plugin::common::LogSink& log) : config_(con
 
 PeerId Engine::add_peer(PeerName name) {
     auto [it, inserted] = peer_ids_.try_emplace(name, static_cast<PeerId>(peers_.size()));
-    if (inserted) peers_.push_back(name);
+    if (inserted) {
+        peers_.push_back(name);
+        flow_.emplace_back();
+    }
     return it->second;
 }
 
@@ -31,6 +34,9 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
     parked_.erase(keep, parked_.end());
     for (Parked& p : replay) {
         parked_bytes_ -= p.frame.size();
+        // Counted in frames/bytes when it arrived; on_frame counts it again.
+        --rx_.frames;
+        rx_.bytes -= p.frame.size();
         on_frame(p.frame, sink, p.path);
     }
 }
@@ -48,24 +54,62 @@ CommMatcher* Engine::comm(std::uint32_t cid) noexcept {
     return it == comms_.end() ? nullptr : &it->second->matcher;
 }
 
-UnexpectedPtr Engine::post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag) {
+UnexpectedPtr Engine::post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag,
+                                EngineSink& sink) {
     CommMatcher* m = comm(cid);
     if (m == nullptr) return nullptr;
     UnexpectedPtr msg = m->post(recv, src, tag);
-    if (msg) release_unexpected(*msg);
+    if (msg) release_unexpected(*msg, sink);
     return msg;
 }
 
-UnexpectedPtr Engine::take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag) {
+UnexpectedPtr Engine::take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag, EngineSink& sink) {
     CommMatcher* m = comm(cid);
     if (m == nullptr) return nullptr;
     UnexpectedPtr msg = m->take(src, tag);
-    if (msg) release_unexpected(*msg);
+    if (msg) release_unexpected(*msg, sink);
     return msg;
 }
 
-void Engine::release_unexpected(const Unexpected& msg) noexcept {
+void Engine::release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept {
     held_bytes_ -= std::min(held_bytes_, msg.data.size());
+    release_eager(msg.info.peer, msg.data.size(), false, sink);
+}
+
+std::uint64_t Engine::eager_window() const noexcept {
+    // The receiver's unexpected store is shared by every peer that may send to it.
+    constexpr std::uint64_t kMinWindow = 64 * 1024;
+    const std::uint64_t n = std::max<std::size_t>(peers_.size(), 1);
+    return std::max<std::uint64_t>(config_.unexpected_limit / n, kMinWindow);
+}
+
+bool Engine::try_charge_eager(PeerId peer, std::uint64_t bytes, bool force) noexcept {
+    if (peer >= flow_.size()) return false;
+    PeerFlow& f = flow_[peer];
+    const std::uint64_t outstanding = f.eager_sent - f.released_by_peer;
+    if (!force && outstanding + bytes > eager_window()) return false;
+    f.eager_sent += bytes;
+    return true;
+}
+
+void Engine::uncharge_eager(PeerId peer, std::uint64_t bytes) noexcept {
+    if (peer >= flow_.size()) return;
+    PeerFlow& f = flow_[peer];
+    f.eager_sent -= std::min(bytes, f.eager_sent - f.released_by_peer);
+}
+
+const PeerFlow* Engine::flow(PeerId peer) const noexcept { return peer < flow_.size() ? &flow_[peer] : nullptr; }
+
+void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, EngineSink& sink) {
+    if (peer >= flow_.size()) return;
+    PeerFlow& f = flow_[peer];
+    f.released += bytes;
+    const std::uint64_t unreported = f.released - f.reported;
+    // Report in batches of a quarter window; at once when the sender says it
+    // is starved (it then sends only data-less RNDVs until we do).
+    if (unreported == 0 || (!starved && unreported < eager_window() / 4)) return;
+    f.reported = f.released;
+    sink.on_credit(peer, f.released);
 }
 
 std::uint64_t Engine::register_send(Handle send, PeerId peer) {
@@ -128,6 +172,13 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std
             return;
         }
         sink.on_frag(it->second.handle, peer, f->offset, payload);
+    } else if (const auto* cr = std::get_if<CreditHdr>(&decoded->header)) {
+        PeerFlow& f = flow_[peer];
+        if (cr->released_total > f.eager_sent) {
+            ++rx_.bad_credit;  // releases more than we ever sent: ignore it
+            return;
+        }
+        f.released_by_peer = std::max(f.released_by_peer, cr->released_total);
     } else {
         // ACK: the reliability channel consumes it (issue 4); nothing else to do.
     }
@@ -168,8 +219,18 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
     info.rget = (flags & kFlagRget) != 0;
     info.remote_addr = rndv != nullptr ? rndv->remote_addr : 0;
     info.path = path;
+    // Everything this call matched left the store; what it queued stays.
+    // All messages one call delivers come from the same source, so the
+    // difference is this peer's release.
+    const std::size_t held_before = held_bytes_;
     auto r = comm.matcher.arrive(info, payload, sink, held_bytes_);
-    if (!r) ++rx_.duplicates;
+    if (!r) {
+        ++rx_.duplicates;
+        return;
+    }
+    held_peak_ = std::max(held_peak_, held_bytes_);
+    const std::uint64_t released = payload.size() + held_before - held_bytes_;
+    release_eager(peer, released, (flags & kFlagCreditStarved) != 0, sink);
 }
 
 }  // namespace pml::dr::core

@@ -33,6 +33,9 @@ public:
     // Payload of a rendezvous message for receive `recv` at byte `offset`.
     virtual void on_frag(Handle recv, PeerId peer, std::uint64_t offset,
                          std::span<const std::uint8_t> payload) = 0;
+    // Eager flow control: tell `peer` how many of its eager bytes have left
+    // our unexpected store (send it a CREDIT frame).
+    virtual void on_credit(PeerId /*peer*/, std::uint64_t /*released_total*/) {}
 };
 
 // Counters of bad input: every dropped frame lands in exactly one of these.
@@ -47,6 +50,19 @@ struct RxCounters {
     std::uint64_t duplicates = 0;
     std::uint64_t pending_unknown_comm = 0;  // parked until the communicator exists
     std::uint64_t dropped_unknown_comm = 0;  // parked past the limit
+    std::uint64_t bad_credit = 0;            // CREDIT releasing more than we ever sent
+};
+
+// Eager flow control, per peer. A sender may have at most eager_window()
+// bytes of eager payload (MATCH data, RNDV first chunks) that the receiver has
+// not yet released from its unexpected store; past that it sends RNDVs
+// without data, which cost the receiver only a header. The receiver reports
+// cumulative releases in CREDIT frames.
+struct PeerFlow {
+    std::uint64_t eager_sent = 0;          // sender: charged bytes, ever
+    std::uint64_t released_by_peer = 0;    // sender: the peer's latest cumulative report
+    std::uint64_t released = 0;            // receiver: this peer's bytes we released, ever
+    std::uint64_t reported = 0;            // receiver: value of our last CREDIT
 };
 
 class Engine {
@@ -65,9 +81,20 @@ public:
     [[nodiscard]] CommMatcher* comm(std::uint32_t cid) noexcept;
 
     // Receive/probe helpers that keep the held-bytes accounting right.
-    UnexpectedPtr post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag);
-    UnexpectedPtr take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag);
-    void release_unexpected(const Unexpected& msg) noexcept;
+    // Both release the returned message's eager bytes for flow control and
+    // may call sink.on_credit.
+    UnexpectedPtr post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag,
+                            EngineSink& sink);
+    UnexpectedPtr take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag, EngineSink& sink);
+
+    // --- eager flow control (sender side)
+    [[nodiscard]] std::uint64_t eager_window() const noexcept;
+    // Charges `bytes` of eager payload to `peer`; false (nothing charged) when
+    // the window is full, unless `force` (for the few bytes of an RGET handle).
+    bool try_charge_eager(PeerId peer, std::uint64_t bytes, bool force = false) noexcept;
+    // Gives back a charge whose frame did not go out (or went out shorter).
+    void uncharge_eager(PeerId peer, std::uint64_t bytes) noexcept;
+    [[nodiscard]] const PeerFlow* flow(PeerId peer) const noexcept;
 
     // --- request ids for rendezvous traffic
     std::uint64_t register_send(Handle send, PeerId peer);
@@ -81,6 +108,8 @@ public:
 
     [[nodiscard]] const RxCounters& rx() const noexcept { return rx_; }
     [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_; }
+    // Most eager bytes ever held at once (unexpected + out of order).
+    [[nodiscard]] std::size_t held_peak() const noexcept { return held_peak_; }
     [[nodiscard]] const Config& config() const noexcept { return config_; }
 
 private:
@@ -110,10 +139,14 @@ private:
                           std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
                           EngineSink& sink, std::uint64_t path);
     void count_decode_error(const plugin::common::Error& e) noexcept;
+    void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
+    // Receiver: `bytes` of `peer`'s eager payload left our store.
+    void release_eager(PeerId peer, std::uint64_t bytes, bool starved, EngineSink& sink);
 
     Config config_;
     plugin::common::LogSink& log_;
     std::vector<PeerName> peers_;
+    std::vector<PeerFlow> flow_;
     std::unordered_map<PeerName, PeerId, NameHash> peer_ids_;
     std::unordered_map<std::uint32_t, std::unique_ptr<Comm>> comms_;
     std::unordered_map<std::uint64_t, ReqEntry> sends_;
@@ -122,6 +155,7 @@ private:
     std::vector<Parked> parked_;
     std::size_t parked_bytes_ = 0;
     std::size_t held_bytes_ = 0;
+    std::size_t held_peak_ = 0;
     RxCounters rx_;
 };
 

@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::size_t kCrcOffset = 4;
 
-std::string_view type_names[] = {"invalid", "MATCH", "RNDV", "CTS", "FRAG", "ACK"};
+std::string_view type_names[] = {"invalid", "MATCH", "RNDV", "CTS", "FRAG", "ACK", "CREDIT"};
 
 void put_common(ByteWriter& w, const Common& c, FrameType type) noexcept {
     w.u8(kWireVersion);
@@ -79,6 +79,7 @@ std::size_t header_size(FrameType t) noexcept {
         case FrameType::Cts: return kCtsHeaderSize;
         case FrameType::Frag: return kFragHeaderSize;
         case FrameType::Ack: return kAckHeaderSize;
+        case FrameType::Credit: return kCreditHeaderSize;
     }
     return 0;
 }
@@ -129,6 +130,13 @@ Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcep
     return seal(w);
 }
 
+Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noexcept {
+    ByteWriter w(out.first(std::min(out.size(), kCreditHeaderSize)));
+    put_common(w, h.common, FrameType::Credit);
+    w.u64(h.released_total);
+    return seal(w);
+}
+
 Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t payload_bytes) noexcept {
     // Only the type byte is looked at before the CRC: it says how many bytes
     // the CRC covers. Everything else is believed only once the CRC matches.
@@ -148,8 +156,8 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
     if (crc != header_crc(hdr)) return fail(ErrorCode::BadChecksum, "header checksum mismatch");
     if (version != kWireVersion) return fail(ErrorCode::BadVersion, "unsupported wire version");
     if ((c.flags & ~kKnownFlags) != 0) return fail(ErrorCode::BadField, "unknown flag bits");
-    if ((c.flags & (kFlagRget | kFlagSync)) != 0 && type != FrameType::Rndv)
-        return fail(ErrorCode::BadField, "RGET/SYNC flag on a frame other than RNDV");
+    if ((c.flags & kRndvOnlyFlags) != 0 && type != FrameType::Rndv)
+        return fail(ErrorCode::BadField, "RNDV-only flag on another frame type");
     c.src_jobid = r.u32();
     c.src_vpid = r.u32();
     c.frame_seq = r.u32();
@@ -210,6 +218,12 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
         case FrameType::Ack: {
             AckHdr h{c, r.u32(), r.u32(), r.u64()};
             if (payload != 0) r.fail(Error(ErrorCode::BadLength, "ACK carries no payload"));
+            d.header = h;
+            break;
+        }
+        case FrameType::Credit: {
+            CreditHdr h{c, r.u64()};
+            if (payload != 0) r.fail(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
             d.header = h;
             break;
         }

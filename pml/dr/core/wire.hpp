@@ -40,6 +40,10 @@
 //   | send_req (u64) | recv_req (u64) | offset (u64) | want_len (u64) |
 // FRAG: bytes of a matched message at offset. +24:
 //   | recv_req (u64) | offset (u64) | payload_len (u32) | payload_crc (u32) |
+// CREDIT: eager flow control. +8:
+//   | released_total (u64: eager payload bytes of the receiver's peer that left
+//   |                  its unexpected store, ever; cumulative so loss and
+//   |                  duplication are harmless) |
 // ACK: channel acknowledgement. +16:
 //   | cum_seq (u32: every seq <= this arrived) | sack_base (u32) | sack_mask (u64) |
 //   bit i of sack_mask set: seq sack_base + i arrived intact.
@@ -56,7 +60,7 @@ namespace pml::dr::core {
 
 inline constexpr std::uint8_t kWireVersion = 1;
 
-enum class FrameType : std::uint8_t { Match = 1, Rndv = 2, Cts = 3, Frag = 4, Ack = 5 };
+enum class FrameType : std::uint8_t { Match = 1, Rndv = 2, Cts = 3, Frag = 4, Ack = 5, Credit = 6 };
 std::string_view to_string(FrameType t) noexcept;
 
 enum FrameFlags : std::uint16_t {
@@ -64,8 +68,11 @@ enum FrameFlags : std::uint16_t {
     kFlagSync = 0x0002,         // RNDV of a synchronous send: CTS doubles as the match ack
     kFlagRetransmit = 0x0004,   // frame is a resend (statistics only)
     kFlagRget = 0x0008,         // RNDV: payload is a registration handle (see above)
+    kFlagCreditStarved = 0x0010,  // RNDV: sender is out of eager credit; report releases now
 };
-inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFlagRetransmit | kFlagRget;
+inline constexpr std::uint16_t kKnownFlags =
+    kFlagPayloadCsum | kFlagSync | kFlagRetransmit | kFlagRget | kFlagCreditStarved;
+inline constexpr std::uint16_t kRndvOnlyFlags = kFlagSync | kFlagRget | kFlagCreditStarved;
 
 inline constexpr std::size_t kCommonHeaderSize = 20;
 inline constexpr std::size_t kMatchHeaderSize = kCommonHeaderSize + 24;
@@ -73,6 +80,7 @@ inline constexpr std::size_t kRndvHeaderSize = kCommonHeaderSize + 48;
 inline constexpr std::size_t kCtsHeaderSize = kCommonHeaderSize + 32;
 inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
 inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 16;
+inline constexpr std::size_t kCreditHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kMaxHeaderSize = kRndvHeaderSize;
 
 // Header size of a type, 0 if unknown.
@@ -131,7 +139,12 @@ struct AckHdr {
     std::uint64_t sack_mask = 0;
 };
 
-using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr>;
+struct CreditHdr {
+    Common common;
+    std::uint64_t released_total = 0;
+};
+
+using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr>;
 
 // Encoders write exactly header_size(type) bytes (hdr_crc included) into out,
 // which must be at least that long; they return the size written.
@@ -141,6 +154,7 @@ Result<std::size_t> encode(const RndvHdr& h, std::span<std::uint8_t> out) noexce
 Result<std::size_t> encode(const CtsHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noexcept;
 
 struct Decoded {
     Header header;

@@ -111,7 +111,8 @@ int start_recv(RecvRequest* r) noexcept {
     r->gets_outstanding = 0;
     r->get_failed = false;
     if (matcher_of(b.req_comm) == nullptr) return OMPI_ERR_BAD_PARAM;
-    core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r), b.req_peer, b.req_tag);
+    core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r), b.req_peer, b.req_tag,
+                                                         engine_sink());
     if (msg) handle_match(r, msg->info, msg->data);
     return OMPI_SUCCESS;
 }
@@ -186,7 +187,7 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
     {
         Guard g;
         if (matcher_of(comm) == nullptr) return OMPI_ERR_BAD_PARAM;
-        core::UnexpectedPtr u = state().engine->take_unexpected(comm->c_contextid, src, tag);
+        core::UnexpectedPtr u = state().engine->take_unexpected(comm->c_contextid, src, tag, engine_sink());
         if (u) {
             ompi_message_t* msg = ompi_message_alloc();
             if (msg == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;

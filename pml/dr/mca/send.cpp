@@ -183,6 +183,8 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
         OBJ_DESTRUCT(&conv);
         if (prc < 0 || max_data != size) return OMPI_ERR_NOT_AVAILABLE;
     }
+    const core::PeerId peer = peer_for(proc);
+    if (!state().engine->try_charge_eager(peer, size)) return OMPI_ERR_NOT_AVAILABLE;
     const bool csum = want_csum(bb);
     core::MatchHdr h;
     h.common = make_common(csum_flag(csum));
@@ -196,7 +198,10 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     const int rc = mca_bml_base_sendi(bb, nullptr, frame, core::kMatchHeaderSize + size, 0, MCA_BTL_NO_ORDER,
                                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
                                       nullptr);
-    if (rc != OMPI_SUCCESS) matcher->undo_send_seq(dst);
+    if (rc != OMPI_SUCCESS) {
+        matcher->undo_send_seq(dst);
+        state().engine->uncharge_eager(peer, size);
+    }
     return rc;
 }
 
@@ -228,6 +233,8 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     opal_convertor_set_position(&r->base.req_base.req_convertor, &zero);
     opal_convertor_get_current_pointer(&r->base.req_base.req_convertor, &addr);
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
+    // The receiver releases the handle's bytes like eager data: charge them.
+    (void)state().engine->try_charge_eager(r->peer, hlen, true);
     core::RndvHdr h;
     h.common = make_common(static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
                                                       (sync ? core::kFlagSync : 0)));
@@ -243,6 +250,7 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const int rc = mca_bml_base_send(bb, des, kBtlTag);
     if (rc < 0) {
         --r->frames_inflight;
+        state().engine->uncharge_eager(r->peer, hlen);
         mca_bml_base_free(bb, des);
         return rc;
     }
@@ -259,8 +267,10 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const std::size_t btl_eager = bb->btl->btl_eager_limit;
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
 
+    core::Engine& eng = *s.engine;
     if (!sync && btl_eager > core::kMatchHeaderSize &&
-        size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize)) {
+        size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize) &&
+        eng.try_charge_eager(r->peer, size)) {
         std::size_t len = size;
         const int rc = send_data_frame(r, bb, core::kMatchHeaderSize, 0, len,
                                        [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
@@ -269,8 +279,13 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
                                            h.match = match_fields(r, seq, sent, crc);
                                            (void)core::encode(h, out);
                                        });
+        if (rc != OMPI_SUCCESS) {
+            eng.uncharge_eager(r->peer, size);
+            return rc;
+        }
+        eng.uncharge_eager(r->peer, size - len);
         // The data now sits in the BTL's buffer: the user's buffer is free.
-        if (rc == OMPI_SUCCESS) send_mpi_complete(r, OMPI_SUCCESS);
+        send_mpi_complete(r, OMPI_SUCCESS);
         return rc;
     }
 
@@ -283,17 +298,24 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     }
     std::size_t first =
         btl_eager > core::kRndvHeaderSize ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit}) : 0;
+    // Without eager credit the RNDV goes without data and asks for credit.
+    const bool starved = first > 0 && !eng.try_charge_eager(r->peer, first);
+    if (starved) first = 0;
+    const std::size_t charged = first;
     const std::uint64_t wire_id = r->wire_id;
-    return send_data_frame(r, bb, core::kRndvHeaderSize, 0, first,
+    const std::uint16_t flags =
+        static_cast<std::uint16_t>((sync ? core::kFlagSync : 0) | (starved ? core::kFlagCreditStarved : 0));
+    const int rc = send_data_frame(r, bb, core::kRndvHeaderSize, 0, first,
                            [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                                core::RndvHdr h;
-                               h.common = make_common(
-                                   static_cast<std::uint16_t>(csum_flag(csum) | (sync ? core::kFlagSync : 0)));
+                               h.common = make_common(static_cast<std::uint16_t>(csum_flag(csum) | flags));
                                h.match = match_fields(r, seq, sent, crc);
                                h.msg_len = size;
                                h.send_req = wire_id;
                                (void)core::encode(h, out);
                            });
+    eng.uncharge_eager(r->peer, rc == OMPI_SUCCESS ? charged - first : charged);
+    return rc;
 }
 
 }  // namespace
