@@ -25,6 +25,7 @@ const PeerName* Engine::peer_name(PeerId id) const noexcept {
 
 void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, EngineSink& sink) {
     const auto n = static_cast<std::uint32_t>(remote_peers.size());
+    if (cid >= comms_.size()) comms_.resize(static_cast<std::size_t>(cid) + 1);
     comms_[cid] = std::make_unique<Comm>(Comm{std::move(remote_peers), CommMatcher(n)});
     // Replay what arrived before this communicator existed, in arrival order.
     std::vector<Parked> replay;
@@ -42,16 +43,16 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
 }
 
 void Engine::del_comm(std::uint32_t cid) {
-    auto it = comms_.find(cid);
-    if (it == comms_.end()) return;
+    Comm* c = find_comm(cid);
+    if (c == nullptr) return;
     // Unexpected messages left on a freed communicator are dropped with it.
-    held_bytes_ -= std::min(held_bytes_, it->second->matcher.held_bytes());
-    comms_.erase(it);
+    held_bytes_ -= std::min(held_bytes_, c->matcher.held_bytes());
+    comms_[cid].reset();
 }
 
 CommMatcher* Engine::comm(std::uint32_t cid) noexcept {
-    auto it = comms_.find(cid);
-    return it == comms_.end() ? nullptr : &it->second->matcher;
+    Comm* c = find_comm(cid);
+    return c == nullptr ? nullptr : &c->matcher;
 }
 
 UnexpectedPtr Engine::post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag,
@@ -187,8 +188,8 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std
 void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv, std::uint16_t flags,
                               std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
                               EngineSink& sink, std::uint64_t path) {
-    auto cit = comms_.find(m.cid);
-    if (cit == comms_.end()) {
+    Comm* found = find_comm(m.cid);
+    if (found == nullptr) {
         if (parked_bytes_ + frame.size() > config_.unexpected_limit) {
             ++rx_.dropped_unknown_comm;
             logf(log_, LogLevel::Warn, "dropped message for unknown communicator %u (limit reached)", m.cid);
@@ -199,7 +200,7 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
         parked_.push_back(Parked{m.cid, path, {frame.begin(), frame.end()}});
         return;
     }
-    Comm& comm = *cit->second;
+    Comm& comm = *found;
     if (m.src_rank < 0 || static_cast<std::size_t>(m.src_rank) >= comm.remote.size() ||
         comm.remote[static_cast<std::size_t>(m.src_rank)] != peer) {
         ++rx_.bad_rank;

@@ -148,7 +148,13 @@ private:
     std::vector<PeerName> peers_;
     std::vector<PeerFlow> flow_;
     std::unordered_map<PeerName, PeerId, NameHash> peer_ids_;
-    std::unordered_map<std::uint32_t, std::unique_ptr<Comm>> comms_;
+    // Indexed by context id: Open MPI hands out small dense ids (indices of
+    // its communicator table). Only add_comm grows it; ids from the wire are
+    // bounds-checked, never used to grow it.
+    std::vector<std::unique_ptr<Comm>> comms_;
+    [[nodiscard]] Comm* find_comm(std::uint32_t cid) const noexcept {
+        return cid < comms_.size() ? comms_[cid].get() : nullptr;
+    }
     std::unordered_map<std::uint64_t, ReqEntry> sends_;
     std::unordered_map<std::uint64_t, ReqEntry> recvs_;
     std::uint64_t next_req_id_ = 1;

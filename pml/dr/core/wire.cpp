@@ -1,5 +1,8 @@
 #include "wire.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "crc32c.hpp"
 #include "wire_io.hpp"
 
@@ -38,12 +41,15 @@ void put_match(ByteWriter& w, const MatchFields& m) noexcept {
     w.u32(m.payload_crc);
 }
 
-// The header CRC covers every header byte with the CRC field as zero.
+// The header CRC covers every header byte with the CRC field as zero. It
+// runs for every frame, so it works on an aligned copy in one CRC call (the
+// hardware path is fastest on 8-byte aligned input).
 std::uint32_t header_crc(std::span<const std::uint8_t> hdr) noexcept {
-    static constexpr std::uint8_t kZero[4] = {0, 0, 0, 0};
-    std::uint32_t crc = crc32c(hdr.data(), kCrcOffset);
-    crc = crc32c(kZero, sizeof kZero, crc);
-    return crc32c(hdr.data() + kCrcOffset + 4, hdr.size() - kCrcOffset - 4, crc);
+    alignas(8) std::uint8_t copy[kMaxHeaderSize];
+    const std::size_t n = std::min(hdr.size(), sizeof copy);
+    std::memcpy(copy, hdr.data(), n);
+    std::memset(copy + kCrcOffset, 0, 4);
+    return crc32c(copy, n);
 }
 
 Result<std::size_t> seal(ByteWriter& w) noexcept {

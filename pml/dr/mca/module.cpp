@@ -251,7 +251,8 @@ int module_fini() noexcept {
     requests_fini();
     OBJ_DESTRUCT(&s.lock);
     s.engine.reset();
-    s.peer_of_proc.clear();
+    for (ompi_proc_t* proc : s.proc_of_peer)
+        if (proc != nullptr) proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = nullptr;
     s.proc_of_peer.clear();
     return OMPI_SUCCESS;
 }

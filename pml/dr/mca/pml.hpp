@@ -67,7 +67,6 @@ struct State {
     opal_recursive_mutex_t lock;
     opal_free_list_t send_requests;
     opal_free_list_t recv_requests;
-    std::unordered_map<const ompi_proc_t*, core::PeerId> peer_of_proc;
     std::vector<ompi_proc_t*> proc_of_peer;
     // Work that could not start for lack of BTL resources; retried in progress.
     std::deque<std::function<bool()>> pending;

@@ -191,12 +191,13 @@ void recv_complete(RecvRequest* r, int error) noexcept {
 }
 
 core::PeerId peer_for(ompi_proc_t* proc) {
+    // The proc's PML endpoint slot caches our peer id (+1, so null means unset).
+    if (void* cached = proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML]; cached != nullptr)
+        return static_cast<core::PeerId>(reinterpret_cast<std::uintptr_t>(cached) - 1);
     State& s = state();
-    auto it = s.peer_of_proc.find(proc);
-    if (it != s.peer_of_proc.end()) return it->second;
     const core::PeerId id =
         s.engine->add_peer(core::PeerName{proc->super.proc_name.jobid, proc->super.proc_name.vpid});
-    s.peer_of_proc.emplace(proc, id);
+    proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id) + 1);
     if (s.proc_of_peer.size() <= id) s.proc_of_peer.resize(id + 1, nullptr);
     s.proc_of_peer[id] = proc;
     return id;
