@@ -425,12 +425,12 @@ TEST_F(EngineTest, HeldBytesAccounting) {
     // del_comm drops what is left, and its bytes.
     expect_accepted(match_frame(kJob, 0, kCid, 0, 1, 1, pattern(60, 0, 1)));
     EXPECT_EQ(e->held_bytes(), 60u);
-    e->del_comm(kCid);
+    e->del_comm(kCid, sink);
     EXPECT_EQ(e->held_bytes(), 0u);
     EXPECT_EQ(e->comm(kCid), nullptr);
     EXPECT_EQ(e->post_recv(kCid, 3, 0, 1, sink), nullptr);
     EXPECT_EQ(e->take_unexpected(kCid, 0, 1, sink), nullptr);
-    e->del_comm(kCid);  // twice is harmless
+    e->del_comm(kCid, sink);  // twice is harmless
 }
 
 TEST_F(EngineTest, ParkedFramesReplayedInOrderByAddComm) {

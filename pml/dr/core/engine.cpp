@@ -26,6 +26,7 @@ const PeerName* Engine::peer_name(PeerId id) const noexcept {
 void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, EngineSink& sink) {
     const auto n = static_cast<std::uint32_t>(remote_peers.size());
     if (cid >= comms_.size()) comms_.resize(static_cast<std::size_t>(cid) + 1);
+    if (comms_[cid]) del_comm(cid, sink);  // a reused id: drop the old state first
     comms_[cid] = std::make_unique<Comm>(Comm{std::move(remote_peers), CommMatcher(n)});
     // Replay what arrived before this communicator existed, in arrival order.
     std::vector<Parked> replay;
@@ -42,11 +43,15 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
     }
 }
 
-void Engine::del_comm(std::uint32_t cid) {
+void Engine::del_comm(std::uint32_t cid, EngineSink& sink) {
     Comm* c = find_comm(cid);
     if (c == nullptr) return;
-    // Unexpected messages left on a freed communicator are dropped with it.
-    held_bytes_ -= std::min(held_bytes_, c->matcher.held_bytes());
+    // Unexpected messages left on a freed communicator are dropped with it;
+    // their senders get the eager credit back.
+    c->matcher.for_each_held([&](const Unexpected& u) {
+        held_bytes_ -= std::min(held_bytes_, u.data.size());
+        release_eager(u.info.peer, u.data.size(), false, sink);
+    });
     comms_[cid].reset();
 }
 
@@ -174,12 +179,12 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std
         }
         sink.on_frag(it->second.handle, peer, f->offset, payload);
     } else if (const auto* cr = std::get_if<CreditHdr>(&decoded->header)) {
-        PeerFlow& f = flow_[peer];
-        if (cr->released_total > f.eager_sent) {
+        PeerFlow& fl = flow_[peer];
+        if (cr->released_total > fl.eager_sent) {
             ++rx_.bad_credit;  // releases more than we ever sent: ignore it
             return;
         }
-        f.released_by_peer = std::max(f.released_by_peer, cr->released_total);
+        fl.released_by_peer = std::max(fl.released_by_peer, cr->released_total);
     } else {
         // ACK: the reliability channel consumes it (issue 4); nothing else to do.
     }
@@ -220,6 +225,13 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
     info.rget = (flags & kFlagRget) != 0;
     info.remote_addr = rndv != nullptr ? rndv->remote_addr : 0;
     info.path = path;
+    // Flow control keeps well-behaved senders within the window; a peer that
+    // ignores it must not grow our memory without bound.
+    if (held_bytes_ + payload.size() > 2 * config_.unexpected_limit + eager_window()) {
+        ++rx_.over_limit;
+        logf(log_, LogLevel::Warn, "dropped message from peer %u: unexpected store over its limit", peer);
+        return;
+    }
     // Everything this call matched left the store; what it queued stays.
     // All messages one call delivers come from the same source, so the
     // difference is this peer's release.

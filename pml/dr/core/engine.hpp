@@ -51,6 +51,7 @@ struct RxCounters {
     std::uint64_t pending_unknown_comm = 0;  // parked until the communicator exists
     std::uint64_t dropped_unknown_comm = 0;  // parked past the limit
     std::uint64_t bad_credit = 0;            // CREDIT releasing more than we ever sent
+    std::uint64_t over_limit = 0;            // sender ignored flow control; store full
 };
 
 // Eager flow control, per peer. A sender may have at most eager_window()
@@ -77,7 +78,7 @@ public:
     // --- communicators. remote_peers[r] is the peer that is rank r of the
     // remote group (the group messages come from).
     void add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, EngineSink& sink);
-    void del_comm(std::uint32_t cid);
+    void del_comm(std::uint32_t cid, EngineSink& sink);
     [[nodiscard]] CommMatcher* comm(std::uint32_t cid) noexcept;
 
     // Receive/probe helpers that keep the held-bytes accounting right.

@@ -109,6 +109,14 @@ public:
     [[nodiscard]] std::size_t unexpected_count() const noexcept;
     // Eager bytes copied into unexpected and out-of-order messages.
     [[nodiscard]] std::size_t held_bytes() const noexcept;
+    // Visits every message held (unexpected and out of order).
+    template <typename Fn>
+    void for_each_held(Fn&& fn) const {
+        for (const Source& s : in_) {
+            for (const auto& u : s.unexpected) fn(*u);
+            for (const auto& [seq, u] : s.cant_match) fn(*u);
+        }
+    }
 
     // Everything still queued, for del_comm / dump.
     [[nodiscard]] bool idle() const noexcept { return posted_count() == 0 && unexpected_count() == 0; }

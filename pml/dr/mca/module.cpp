@@ -98,7 +98,7 @@ int add_comm(ompi_communicator_t* comm) noexcept {
 
 int del_comm(ompi_communicator_t* comm) noexcept {
     Guard g;
-    state().engine->del_comm(comm->c_contextid);
+    state().engine->del_comm(comm->c_contextid, g_sink);
     return OMPI_SUCCESS;
 }
 
