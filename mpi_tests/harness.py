@@ -172,10 +172,15 @@ class ProgramCache:
         self._built: dict[tuple[str, tuple[str, ...]], Path] = {}
 
     def get(self, name: str, extra_flags: Sequence[str] = ()) -> Path:
-        key = (name, tuple(extra_flags))
+        return self.get_path(PROGRAMS / f"{name}.c", extra_flags)
+
+    def get_path(self, src: Path, extra_flags: Sequence[str] = ()) -> Path:
+        """Compiles any MPI C source (e.g. mpi_tests/bench/*.c) once."""
+        src = Path(src)
+        name = src.stem
+        key = (str(src), tuple(extra_flags))
         if key in self._built:
             return self._built[key]
-        src = PROGRAMS / f"{name}.c"
         if not src.is_file():
             raise HarnessError(f"no such MPI program: {src}")
         out = self.outdir / (name if not extra_flags else f"{name}-{len(self._built)}")
