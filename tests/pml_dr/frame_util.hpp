@@ -20,7 +20,8 @@ inline std::uint32_t ref_crc32c(std::span<const std::uint8_t> bytes) {
     std::uint32_t crc = 0xFFFFFFFFu;
     for (std::uint8_t b : bytes) {
         crc ^= b;
-        for (int i = 0; i < 8; ++i) crc = (crc & 1u) != 0 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+        for (int i = 0; i < 8; ++i)
+            crc = (crc & 1u) != 0 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
     }
     return ~crc;
 }
@@ -31,17 +32,20 @@ std::vector<std::uint8_t> frame_of(const Hdr& h, std::span<const std::uint8_t> p
     std::vector<std::uint8_t> f(kMaxHeaderSize + payload.size());
     auto n = encode(h, f);
     EXPECT_TRUE(n.has_value());
-    if (!n) return {};
+    if (!n)
+        return {};
     f.resize(*n);
     f.insert(f.end(), payload.begin(), payload.end());
     return f;
 }
 
 inline void put_be32(std::span<std::uint8_t> at, std::uint32_t v) {
-    for (std::size_t i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
+    for (std::size_t i = 0; i < 4; ++i)
+        at[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
 }
 inline void put_be64(std::span<std::uint8_t> at, std::uint64_t v) {
-    for (std::size_t i = 0; i < 8; ++i) at[i] = static_cast<std::uint8_t>(v >> (56 - 8 * i));
+    for (std::size_t i = 0; i < 8; ++i)
+        at[i] = static_cast<std::uint8_t>(v >> (56 - 8 * i));
 }
 
 // Recomputes hdr_crc over the first hsize bytes (CRC field as zero), so a
@@ -70,9 +74,9 @@ inline std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t src, std::
     return p;
 }
 
-inline MatchHdr match_hdr(std::uint32_t jobid, std::uint32_t vpid, std::uint32_t cid, std::int32_t rank,
-                          std::int32_t tag, std::uint16_t seq, std::span<const std::uint8_t> payload,
-                          bool csum = true) {
+inline MatchHdr match_hdr(std::uint32_t jobid, std::uint32_t vpid, std::uint32_t cid,
+                          std::int32_t rank, std::int32_t tag, std::uint16_t seq,
+                          std::span<const std::uint8_t> payload, bool csum = true) {
     MatchHdr h;
     h.common.flags = csum ? kFlagPayloadCsum : 0;
     h.common.src_jobid = jobid;
@@ -86,9 +90,11 @@ inline MatchHdr match_hdr(std::uint32_t jobid, std::uint32_t vpid, std::uint32_t
     return h;
 }
 
-inline std::vector<std::uint8_t> match_frame(std::uint32_t jobid, std::uint32_t vpid, std::uint32_t cid,
-                                             std::int32_t rank, std::int32_t tag, std::uint16_t seq,
-                                             std::span<const std::uint8_t> payload, bool csum = true) {
+inline std::vector<std::uint8_t> match_frame(std::uint32_t jobid, std::uint32_t vpid,
+                                             std::uint32_t cid, std::int32_t rank, std::int32_t tag,
+                                             std::uint16_t seq,
+                                             std::span<const std::uint8_t> payload,
+                                             bool csum = true) {
     return frame_of(match_hdr(jobid, vpid, cid, rank, tag, seq, payload, csum), payload);
 }
 

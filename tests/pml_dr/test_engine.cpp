@@ -41,15 +41,21 @@ struct Sink : EngineSink {
     std::vector<MessageInfo> unexpected;
     std::vector<CtsRec> ctss;
     std::vector<FragRec> frags;
-    void on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) override {
+    void on_match(Handle recv, const MessageInfo& info,
+                  std::span<const std::uint8_t> eager) override {
         matches.push_back(MatchRec{recv, info, {eager.begin(), eager.end()}});
     }
     void on_unexpected(const Unexpected& u) override { unexpected.push_back(u.info); }
-    void on_cts(Handle send, PeerId peer, const CtsHdr& cts) override { ctss.push_back(CtsRec{send, peer, cts}); }
-    void on_frag(Handle recv, PeerId peer, std::uint64_t offset, std::span<const std::uint8_t> payload) override {
+    void on_cts(Handle send, PeerId peer, const CtsHdr& cts) override {
+        ctss.push_back(CtsRec{send, peer, cts});
+    }
+    void on_frag(Handle recv, PeerId peer, std::uint64_t offset,
+                 std::span<const std::uint8_t> payload) override {
         frags.push_back(FragRec{recv, peer, offset, {payload.begin(), payload.end()}});
     }
-    void on_credit(PeerId peer, std::uint64_t released_total) override { credits.emplace_back(peer, released_total); }
+    void on_credit(PeerId peer, std::uint64_t released_total) override {
+        credits.emplace_back(peer, released_total);
+    }
     [[nodiscard]] std::size_t calls() const {
         return matches.size() + unexpected.size() + ctss.size() + frags.size() + credits.size();
     }
@@ -57,29 +63,32 @@ struct Sink : EngineSink {
 
 // The drop counters, in a form that can be compared and printed.
 using Drops = std::array<std::uint64_t, 9>;
-constexpr std::array<const char*, 9> kDropNames = {"decode_errors",   "checksum_errors", "unknown_peer",
-                                                   "bad_rank",        "unknown_request", "duplicates",
-                                                   "pending_unknown_comm", "dropped_unknown_comm", "bad_credit"};
+constexpr std::array<const char*, 9> kDropNames = {
+    "decode_errors", "checksum_errors",      "unknown_peer",         "bad_rank",  "unknown_request",
+    "duplicates",    "pending_unknown_comm", "dropped_unknown_comm", "bad_credit"};
 Drops drops(const RxCounters& rx) {
-    return {rx.decode_errors,        rx.checksum_errors,      rx.unknown_peer,
-            rx.bad_rank,             rx.unknown_request,      rx.duplicates,
-            rx.pending_unknown_comm, rx.dropped_unknown_comm, rx.bad_credit};
+    return {
+        rx.decode_errors,   rx.checksum_errors, rx.unknown_peer,         rx.bad_rank,
+        rx.unknown_request, rx.duplicates,      rx.pending_unknown_comm, rx.dropped_unknown_comm,
+        rx.bad_credit};
 }
 std::string describe(const Drops& d) {
     std::string s;
     for (std::size_t i = 0; i < d.size(); ++i)
-        if (d[i] != 0) s += std::string(kDropNames[i]) + "=" + std::to_string(d[i]) + " ";
+        if (d[i] != 0)
+            s += std::string(kDropNames[i]) + "=" + std::to_string(d[i]) + " ";
     return s.empty() ? "none" : s;
 }
 std::size_t index_of(std::string_view name) {
     for (std::size_t i = 0; i < kDropNames.size(); ++i)
-        if (name == kDropNames[i]) return i;
+        if (name == kDropNames[i])
+            return i;
     ADD_FAILURE() << "no counter " << name;
     return 0;
 }
 
 class EngineTest : public ::testing::Test {
-protected:
+  protected:
     Config cfg;
     plugin::common::NullLogSink log;
     std::unique_ptr<Engine> e;
@@ -112,8 +121,9 @@ protected:
         EXPECT_EQ(describe(drops(e->rx())), describe(before)) << "frame was dropped";
     }
 
-    static std::vector<std::uint8_t> cts_frame(std::uint32_t vpid, std::uint64_t send_req, std::uint64_t recv_req,
-                                               std::uint64_t offset, std::uint64_t want_len) {
+    static std::vector<std::uint8_t> cts_frame(std::uint32_t vpid, std::uint64_t send_req,
+                                               std::uint64_t recv_req, std::uint64_t offset,
+                                               std::uint64_t want_len) {
         CtsHdr h;
         h.common.src_jobid = kJob;
         h.common.src_vpid = vpid;
@@ -123,7 +133,8 @@ protected:
         h.want_len = want_len;
         return frame_of(h);
     }
-    static std::vector<std::uint8_t> frag_frame(std::uint32_t vpid, std::uint64_t recv_req, std::uint64_t offset,
+    static std::vector<std::uint8_t> frag_frame(std::uint32_t vpid, std::uint64_t recv_req,
+                                                std::uint64_t offset,
                                                 std::span<const std::uint8_t> payload) {
         FragHdr h;
         h.common.flags = kFlagPayloadCsum;
@@ -298,9 +309,10 @@ TEST_F(EngineTest, UnknownRequestIdsDropped) {
 TEST_F(EngineTest, ForeignPeerCannotUseAnotherPeersRequestId) {
     const auto s = e->register_send(111, pa);
     const auto r = e->register_recv(222, pa, 100);
-    expect_dropped(cts_frame(1, s, 7, 0, 100), "unknown_request");                // B uses A's send id
-    expect_dropped(frag_frame(1, r, 0, pattern(10, 1, 0)), "unknown_request");    // B uses A's recv id
-    expect_dropped(frag_frame(2, r, 90, pattern(10, 2, 0)), "unknown_request");   // so does C
+    expect_dropped(cts_frame(1, s, 7, 0, 100), "unknown_request");  // B uses A's send id
+    expect_dropped(frag_frame(1, r, 0, pattern(10, 1, 0)),
+                   "unknown_request");  // B uses A's recv id
+    expect_dropped(frag_frame(2, r, 90, pattern(10, 2, 0)), "unknown_request");  // so does C
     // A itself may.
     expect_accepted(cts_frame(0, s, 7, 0, 100));
     expect_accepted(frag_frame(0, r, 0, pattern(10, 0, 0)));
@@ -313,7 +325,7 @@ TEST_F(EngineTest, ForeignPeerCannotUseAnotherPeersRequestId) {
 TEST_F(EngineTest, FragBeyondWantLenDropped) {
     const auto r = e->register_recv(5, pb, 100);
     expect_dropped(frag_frame(1, r, 81, pattern(20, 0, 0)), "decode_errors");  // ends at 101
-    expect_dropped(frag_frame(1, r, 101, {}), "decode_errors");                  // starts past the end
+    expect_dropped(frag_frame(1, r, 101, {}), "decode_errors");  // starts past the end
     expect_dropped(frag_frame(1, r, ~0ull, pattern(5, 0, 0)), "decode_errors");  // would wrap
     expect_dropped(frag_frame(1, r, ~0ull - 2, pattern(5, 0, 0)), "decode_errors");
     expect_dropped(frag_frame(1, r, 0, pattern(101, 0, 0)), "decode_errors");
@@ -414,8 +426,9 @@ TEST_F(EngineTest, HeldBytesAccounting) {
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(e->held_bytes(), 25u);
     EXPECT_EQ(e->take_unexpected(kCid, 2, 3, sink), nullptr);  // still held out of order
-    EXPECT_EQ(e->post_recv(kCid, 2, 2, 3, sink), nullptr);      // queued
-    expect_accepted(match_frame(kJob, 2, kCid, 2, 3, 0, pattern(10, 2, 0)));  // seq 0 -> recv 2, then 1 released
+    EXPECT_EQ(e->post_recv(kCid, 2, 2, 3, sink), nullptr);     // queued
+    expect_accepted(match_frame(kJob, 2, kCid, 2, 3, 0,
+                                pattern(10, 2, 0)));  // seq 0 -> recv 2, then 1 released
     EXPECT_EQ(sink.matches.size(), 1u);
     EXPECT_EQ(e->held_bytes(), 25u);
     auto v = e->take_unexpected(kCid, kAnySource, 3, sink);
@@ -449,7 +462,8 @@ TEST_F(EngineTest, ParkedFramesReplayedInOrderByAddComm) {
         total_bytes += f.size();
     }
     EXPECT_EQ(e->comm(kNew), nullptr);
-    EXPECT_EQ(e->post_recv(kNew, 1, kAnySource, kAnyTag, sink), nullptr);  // no comm: nothing happens
+    EXPECT_EQ(e->post_recv(kNew, 1, kAnySource, kAnyTag, sink),
+              nullptr);  // no comm: nothing happens
     EXPECT_EQ(sink.calls(), 0u);
     EXPECT_EQ(e->held_bytes(), 0u);  // parked frames are not matcher bytes
 
@@ -458,8 +472,10 @@ TEST_F(EngineTest, ParkedFramesReplayedInOrderByAddComm) {
     // Unexpected in the order they became matchable: A0, then C0 which frees C1, then A1.
     ASSERT_EQ(sink.unexpected.size(), 4u);
     std::vector<std::pair<std::int32_t, std::uint16_t>> order;
-    for (const auto& i : sink.unexpected) order.emplace_back(i.src, i.seq);
-    EXPECT_EQ(order, (std::vector<std::pair<std::int32_t, std::uint16_t>>{{1, 0}, {0, 0}, {0, 1}, {1, 1}}));
+    for (const auto& i : sink.unexpected)
+        order.emplace_back(i.src, i.seq);
+    EXPECT_EQ(order, (std::vector<std::pair<std::int32_t, std::uint16_t>>{
+                         {1, 0}, {0, 0}, {0, 1}, {1, 1}}));
     EXPECT_EQ(sink.unexpected[1].peer, pc);
     Drops want = before;
     ++want[index_of("bad_rank")];  // the spoof is caught on replay
@@ -502,9 +518,11 @@ TEST_F(EngineTest, ParkingLimitEnforced) {
     c.unexpected_limit = 3 * fsize;
     make_engine(c);
     for (std::uint16_t i = 0; i < 3; ++i)
-        expect_dropped(match_frame(kJob, 0, 30, 0, 1, i, pattern(100, 0, i)), "pending_unknown_comm");
+        expect_dropped(match_frame(kJob, 0, 30, 0, 1, i, pattern(100, 0, i)),
+                       "pending_unknown_comm");
     for (std::uint16_t i = 3; i < 5; ++i)
-        expect_dropped(match_frame(kJob, 0, 30, 0, 1, i, pattern(100, 0, i)), "dropped_unknown_comm");
+        expect_dropped(match_frame(kJob, 0, 30, 0, 1, i, pattern(100, 0, i)),
+                       "dropped_unknown_comm");
     // A smaller frame does not fit either: the limit is in bytes.
     expect_dropped(match_frame(kJob, 0, 31, 0, 1, 0, {}), "dropped_unknown_comm");
     e->add_comm(30, {pa}, sink);
@@ -512,7 +530,8 @@ TEST_F(EngineTest, ParkingLimitEnforced) {
     EXPECT_EQ(e->comm(30)->unexpected_count(), 3u);
     // Replay gave the parking space back.
     for (std::uint16_t i = 0; i < 3; ++i)
-        expect_dropped(match_frame(kJob, 0, 32, 0, 1, i, pattern(100, 0, i)), "pending_unknown_comm");
+        expect_dropped(match_frame(kJob, 0, 32, 0, 1, i, pattern(100, 0, i)),
+                       "pending_unknown_comm");
     expect_dropped(match_frame(kJob, 0, 32, 0, 1, 3, {}), "dropped_unknown_comm");
 }
 

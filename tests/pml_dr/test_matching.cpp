@@ -22,7 +22,8 @@ struct Match {
 struct RecordingSink : MatchSink {
     std::vector<Match> matches;
     std::vector<std::uint16_t> unexpected_seqs;  // on_unexpected notifications
-    void on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) override {
+    void on_match(Handle recv, const MessageInfo& info,
+                  std::span<const std::uint8_t> eager) override {
         matches.push_back(Match{recv, info.src, info.tag, info.seq, {eager.begin(), eager.end()}});
     }
     void on_unexpected(const Unexpected& u) override { unexpected_seqs.push_back(u.info.seq); }
@@ -30,7 +31,7 @@ struct RecordingSink : MatchSink {
 
 // A matcher plus the per-source send seqs the senders would stamp.
 class MatchingTest : public ::testing::Test {
-protected:
+  protected:
     CommMatcher m{4};
     RecordingSink sink;
     std::size_t held = 0;
@@ -59,18 +60,21 @@ protected:
     }
     std::vector<Handle> matched_handles() const {
         std::vector<Handle> v;
-        for (const auto& x : sink.matches) v.push_back(x.recv);
+        for (const auto& x : sink.matches)
+            v.push_back(x.recv);
         return v;
     }
     std::vector<std::uint16_t> matched_seqs() const {
         std::vector<std::uint16_t> v;
-        for (const auto& x : sink.matches) v.push_back(x.seq);
+        for (const auto& x : sink.matches)
+            v.push_back(x.seq);
         return v;
     }
 };
 
 TEST_F(MatchingTest, InOrderMatching) {
-    for (Handle h = 1; h <= 3; ++h) EXPECT_EQ(m.post(h, 2, 5), nullptr);
+    for (Handle h = 1; h <= 3; ++h)
+        EXPECT_EQ(m.post(h, 2, 5), nullptr);
     EXPECT_EQ(m.posted_count(), 3u);
     send(2, 5, bytes(3, 0xA0));
     send(2, 5, bytes(1, 0xA1));
@@ -197,10 +201,11 @@ TEST_F(MatchingTest, NegativeTagsMatchExactly) {
 }
 
 TEST_F(MatchingTest, OutOfOrderArrivalDeliveredInSeqOrder) {
-    for (Handle h = 1; h <= 3; ++h) EXPECT_EQ(m.post(h, 1, 4), nullptr);
+    for (Handle h = 1; h <= 3; ++h)
+        EXPECT_EQ(m.post(h, 1, 4), nullptr);
     ASSERT_TRUE(arrive_seq(1, 4, 2, bytes(2, 2)).has_value());
     ASSERT_TRUE(arrive_seq(1, 4, 1, bytes(1, 1)).has_value());
-    EXPECT_TRUE(sink.matches.empty());   // held until seq 0 shows up
+    EXPECT_TRUE(sink.matches.empty());  // held until seq 0 shows up
     EXPECT_EQ(m.posted_count(), 3u);
     EXPECT_EQ(m.unexpected_count(), 2u);  // held messages count as queued
     EXPECT_EQ(held, 3u);
@@ -232,7 +237,7 @@ TEST_F(MatchingTest, OutOfOrderReleasedIntoUnexpectedInSeqOrder) {
 TEST_F(MatchingTest, OtherSourcesNotBlockedByAGap) {
     EXPECT_EQ(m.post(1, kAnySource, 1), nullptr);
     ASSERT_TRUE(arrive_seq(0, 1, 1).has_value());  // rank 0 has a gap
-    send(3, 1);                                     // rank 3 is in order
+    send(3, 1);                                    // rank 3 is in order
     ASSERT_EQ(sink.matches.size(), 1u);
     EXPECT_EQ(sink.matches[0].src, 3);
 }
@@ -286,7 +291,8 @@ TEST_F(MatchingTest, OutOfOrderAcrossTheWrap) {
         ASSERT_EQ(u->info.seq, static_cast<std::uint16_t>(i));
     }
     EXPECT_EQ(m.unexpected_count(), 0u);
-    for (Handle h = 1; h <= 4; ++h) EXPECT_EQ(m.post(h, 2, 1), nullptr);
+    for (Handle h = 1; h <= 4; ++h)
+        EXPECT_EQ(m.post(h, 2, 1), nullptr);
     ASSERT_TRUE(arrive_seq(2, 1, 1).has_value());
     ASSERT_TRUE(arrive_seq(2, 1, 0).has_value());
     ASSERT_TRUE(arrive_seq(2, 1, 65535).has_value());
@@ -306,7 +312,8 @@ TEST_F(MatchingTest, SendSeqPerDestinationAndWraps) {
     EXPECT_EQ(m.next_send_seq(3), 0u);  // independent per destination
     m.undo_send_seq(0);
     EXPECT_EQ(m.next_send_seq(0), 1u);
-    for (int i = 2; i < 65536; ++i) ASSERT_EQ(m.next_send_seq(0), static_cast<std::uint16_t>(i));
+    for (int i = 2; i < 65536; ++i)
+        ASSERT_EQ(m.next_send_seq(0), static_cast<std::uint16_t>(i));
     EXPECT_EQ(m.next_send_seq(0), 0u);  // wrapped
     EXPECT_EQ(m.next_send_seq(3), 1u);
     EXPECT_EQ(m.next_send_seq(-1), 0u);  // bad ranks are harmless
@@ -393,7 +400,8 @@ TEST_F(MatchingTest, AnySourceArrivalOrderCountsReleaseOfHeldMessages) {
     send(2, 5, bytes(1, 0x20));
     ASSERT_TRUE(arrive_seq(0, 5, 0, bytes(1, 0x00)).has_value());  // releases 0 then 1
     std::vector<std::uint8_t> order;
-    while (auto u = m.take(kAnySource, kAnyTag)) order.push_back(u->data[0]);
+    while (auto u = m.take(kAnySource, kAnyTag))
+        order.push_back(u->data[0]);
     EXPECT_EQ(order, (std::vector<std::uint8_t>{0x20, 0x00, 0x01}));
 }
 

@@ -57,14 +57,19 @@ using MsgKey = std::pair<int, std::uint16_t>;  // (src, msg_seq)
 
 // The MPI rules, restated here rather than taken from matching.hpp so a
 // wrong rule there cannot hide behind the same wrong rule in the checker.
-bool want_src_ok(std::int32_t want, std::int32_t have) { return want == -1 || want == have; }
-bool want_tag_ok(std::int32_t want, std::int32_t have) { return want == have || (want == -1 && have >= 0); }
+bool want_src_ok(std::int32_t want, std::int32_t have) {
+    return want == -1 || want == have;
+}
+bool want_tag_ok(std::int32_t want, std::int32_t have) {
+    return want == have || (want == -1 && have >= 0);
+}
 
 // The obvious matcher: one posted list in post order, one unexpected list in
 // the order messages became matchable, per-source reorder buffers.
 class Oracle {
-public:
-    explicit Oracle(int n) : expected_(static_cast<std::size_t>(n), 0), held_(static_cast<std::size_t>(n)) {}
+  public:
+    explicit Oracle(int n)
+        : expected_(static_cast<std::size_t>(n), 0), held_(static_cast<std::size_t>(n)) {}
 
     struct Event {
         std::optional<Handle> recv;  // nullopt: went to the unexpected list
@@ -86,7 +91,8 @@ public:
         return out;
     }
     std::optional<MsgKey> post(Handle h, std::int32_t src, std::int32_t tag) {
-        if (auto m = take(src, tag)) return m;
+        if (auto m = take(src, tag))
+            return m;
         posted_.push_back(Recv{h, src, tag, false});
         return std::nullopt;
     }
@@ -101,17 +107,20 @@ public:
         return std::nullopt;
     }
     bool cancel(Handle h) {
-        auto it = std::find_if(posted_.begin(), posted_.end(), [h](const Recv& r) { return r.handle == h; });
-        if (it == posted_.end()) return false;
+        auto it = std::find_if(posted_.begin(), posted_.end(),
+                               [h](const Recv& r) { return r.handle == h; });
+        if (it == posted_.end())
+            return false;
         posted_.erase(it);
         return true;
     }
     [[nodiscard]] bool empty() const {
-        if (!posted_.empty() || !unexpected_.empty()) return false;
+        if (!posted_.empty() || !unexpected_.empty())
+            return false;
         return std::all_of(held_.begin(), held_.end(), [](const auto& h) { return h.empty(); });
     }
 
-private:
+  private:
     struct Unx {
         int src;
         std::int32_t tag;
@@ -141,7 +150,8 @@ struct NodeSink : EngineSink {
     SimRun* run = nullptr;
     int rank = 0;
     std::vector<Oracle::Event> events;  // what the engine did during one on_frame
-    void on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) override;
+    void on_match(Handle recv, const MessageInfo& info,
+                  std::span<const std::uint8_t> eager) override;
     void on_unexpected(const Unexpected& u) override {
         events.push_back(Oracle::Event{std::nullopt, {u.info.src, u.info.seq}});
     }
@@ -169,7 +179,7 @@ struct RunStats {
 };
 
 class SimRun {
-public:
+  public:
     SimRun(std::uint64_t seed, int nodes, std::uint32_t msgs_per_node)
         : rng_(seed * 0x9E3779B97F4A7C15ull + 1), net_(sim_, nodes, 2), n_(nodes) {
         sim::LinkParams fast;  // TCP-like, with reorder faults
@@ -196,7 +206,8 @@ public:
             Node& node = nodes_[static_cast<std::size_t>(r)];
             node.engine = std::make_unique<Engine>(cfg, plugin::common::NullLogSink::instance());
             for (int p = 0; p < n_; ++p)
-                EXPECT_EQ(node.engine->add_peer({kJob, static_cast<std::uint32_t>(p)}), static_cast<PeerId>(p));
+                EXPECT_EQ(node.engine->add_peer({kJob, static_cast<std::uint32_t>(p)}),
+                          static_cast<PeerId>(p));
             node.sink.run = this;
             node.sink.rank = r;
             node.oracle = std::make_unique<Oracle>(n_);
@@ -205,11 +216,11 @@ public:
         for (int r = 0; r < n_; ++r) {
             Node& node = nodes_[static_cast<std::size_t>(r)];
             node.engine->add_comm(kCid, remote, node.sink);
-            net_.attach(r, sim::Endpoint{[this, r](sim::Rank src, sim::LinkIndex, std::span<const std::uint8_t> b) {
-                                             on_frame(r, src, b);
-                                         },
-                                         {},
-                                         {}});
+            net_.attach(r, sim::Endpoint{
+                               [this, r](sim::Rank src, sim::LinkIndex,
+                                         std::span<const std::uint8_t> b) { on_frame(r, src, b); },
+                               {},
+                               {}});
         }
         plan_traffic(msgs_per_node);
     }
@@ -227,7 +238,8 @@ public:
     const RunStats& stats() const { return stats_; }
 
     // Called from NodeSink::on_match while the engine is inside on_frame.
-    void engine_matched(int dst, Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) {
+    void engine_matched(int dst, Handle recv, const MessageInfo& info,
+                        std::span<const std::uint8_t> eager) {
         Node& node = nodes_[static_cast<std::size_t>(dst)];
         node.sink.events.push_back(Oracle::Event{recv, {info.src, info.seq}});
         ASSERT_LT(recv, node.recvs.size());
@@ -238,11 +250,13 @@ public:
         check_match(dst, r.src, r.tag, info, eager);
     }
 
-private:
+  private:
     Msg& msg(int src, int dst, std::uint32_t id) {
         return sent_[static_cast<std::size_t>(src * n_ + dst)][id];
     }
-    std::vector<Msg>& stream(int src, int dst) { return sent_[static_cast<std::size_t>(src * n_ + dst)]; }
+    std::vector<Msg>& stream(int src, int dst) {
+        return sent_[static_cast<std::size_t>(src * n_ + dst)];
+    }
 
     void plan_traffic(std::uint32_t msgs_per_node) {
         // Messages: random destination, tag, size, time; ids in send order per
@@ -255,11 +269,13 @@ private:
         std::vector<Planned> sends;
         for (int s = 0; s < n_; ++s) {
             std::vector<sim::Micros> times(msgs_per_node);
-            for (auto& t : times) t = static_cast<sim::Micros>(rng_.below(kSpan));
+            for (auto& t : times)
+                t = static_cast<sim::Micros>(rng_.below(kSpan));
             std::sort(times.begin(), times.end());
             for (const sim::Micros t : times) {
                 int d = static_cast<int>(rng_.below(static_cast<std::uint64_t>(n_ - 1)));
-                if (d >= s) ++d;
+                if (d >= s)
+                    ++d;
                 Msg m;
                 m.src = s;
                 m.dst = d;
@@ -267,7 +283,9 @@ private:
                 m.id = static_cast<std::uint32_t>(stream(s, d).size());
                 // Mostly small, some empty, some up to 2000 bytes.
                 const auto kind = rng_.below(10);
-                m.size = kind == 0 ? 0 : static_cast<std::size_t>(kind < 7 ? rng_.below(200) : rng_.below(2001));
+                m.size = kind == 0 ? 0
+                                   : static_cast<std::size_t>(kind < 7 ? rng_.below(200)
+                                                                       : rng_.below(2001));
                 m.csum = rng_.below(4) != 0;
                 stream(s, d).push_back(m);
                 sends.push_back(Planned{t, s, d});
@@ -292,12 +310,14 @@ private:
                     wanted.push_back(r);
                 }
             }
-            for (std::size_t i = wanted.size(); i > 1; --i) std::swap(wanted[i - 1], wanted[rng_.below(i)]);
+            for (std::size_t i = wanted.size(); i > 1; --i)
+                std::swap(wanted[i - 1], wanted[rng_.below(i)]);
             Node& node = nodes_[static_cast<std::size_t>(d)];
             for (std::size_t i = 0; i < wanted.size(); ++i) {
                 wanted[i].handle = i;
                 node.recvs.push_back(wanted[i]);
-                sim_.schedule(static_cast<sim::Micros>(rng_.below(kSpan)), [this, d, i] { post(d, i); });
+                sim_.schedule(static_cast<sim::Micros>(rng_.below(kSpan)),
+                              [this, d, i] { post(d, i); });
             }
         }
     }
@@ -309,7 +329,8 @@ private:
         const std::uint16_t seq = eng.comm(kCid)->next_send_seq(d);
         ASSERT_EQ(seq, static_cast<std::uint16_t>(m.id));
         const auto payload = pattern(m.size, static_cast<std::uint32_t>(s), m.id);
-        auto bytes = match_frame(kJob, static_cast<std::uint32_t>(s), kCid, s, m.tag, seq, payload, m.csum);
+        auto bytes =
+            match_frame(kJob, static_cast<std::uint32_t>(s), kCid, s, m.tag, seq, payload, m.csum);
         const auto link = static_cast<sim::LinkIndex>(rng_.below(2));
         const auto st = net_.send(sim::Frame{s, d, link, std::move(bytes)});
         ASSERT_EQ(st, sim::SendStatus::Ok) << sim::send_status_name(st);
@@ -321,7 +342,8 @@ private:
         auto want = node.oracle->post(r.handle, r.src, r.tag);
         UnexpectedPtr got = node.engine->post_recv(kCid, r.handle, r.src, r.tag, node.sink);
         ASSERT_EQ(got != nullptr, want.has_value()) << "post of receive " << i << " at node " << d;
-        if (!got) return;
+        if (!got)
+            return;
         EXPECT_EQ((MsgKey{got->info.src, got->info.seq}), *want);
         r.done = true;
         ++stats_.matched_on_post;
@@ -338,8 +360,9 @@ private:
         const auto want = node.oracle->arrive(src, h.match.tag, h.match.msg_seq);
         node.sink.events.clear();
         node.engine->on_frame(bytes, node.sink);
-        ASSERT_EQ(node.sink.events, want) << "engine and reference matcher disagree at node " << dst
-                                          << " on the arrival of (" << src << ", " << h.match.msg_seq << ")";
+        ASSERT_EQ(node.sink.events, want)
+            << "engine and reference matcher disagree at node " << dst << " on the arrival of ("
+            << src << ", " << h.match.msg_seq << ")";
     }
 
     // Checks one match of message (info.src, info.seq) at dst by a receive
@@ -351,10 +374,12 @@ private:
         auto& str = stream(info.src, dst);
         ASSERT_LT(info.seq, str.size());
         Msg& m = str[info.seq];
-        EXPECT_FALSE(m.matched) << "message (" << info.src << "->" << dst << " #" << m.id << ") matched twice";
+        EXPECT_FALSE(m.matched) << "message (" << info.src << "->" << dst << " #" << m.id
+                                << ") matched twice";
         m.matched = true;
         EXPECT_TRUE(want_src_ok(want_src, info.src));
-        EXPECT_TRUE(want_tag_ok(want_tag, m.tag)) << "receive tag " << want_tag << " took tag " << m.tag;
+        EXPECT_TRUE(want_tag_ok(want_tag, m.tag))
+            << "receive tag " << want_tag << " took tag " << m.tag;
         EXPECT_EQ(info.tag, m.tag);
         EXPECT_EQ(info.peer, static_cast<PeerId>(info.src));
         EXPECT_EQ(info.msg_len, m.size);
@@ -364,12 +389,13 @@ private:
         // Non-overtaking: no earlier message from this source that this
         // receive could have taken is still unmatched.
         std::uint32_t& low = lowest_unmatched_[{info.src, dst}];
-        while (low < str.size() && str[low].matched) ++low;
+        while (low < str.size() && str[low].matched)
+            ++low;
         for (std::uint32_t j = low; j < m.id; ++j) {
             if (!str[j].matched && want_tag_ok(want_tag, str[j].tag)) {
                 ADD_FAILURE() << "message #" << m.id << " from " << info.src << " to " << dst
-                              << " overtook #" << j << " (tag " << str[j].tag << ") for receive (" << want_src
-                              << ", " << want_tag << ")";
+                              << " overtook #" << j << " (tag " << str[j].tag << ") for receive ("
+                              << want_src << ", " << want_tag << ")";
                 break;
             }
         }
@@ -391,15 +417,18 @@ private:
             // message): cancel them; their messages wait unexpected.
             std::uint64_t cancelled = 0;
             for (const Recv& r : node.recvs) {
-                if (r.done) continue;
-                EXPECT_TRUE(cm.cancel(r.handle)) << "unmatched receive " << r.handle << " not queued";
+                if (r.done)
+                    continue;
+                EXPECT_TRUE(cm.cancel(r.handle))
+                    << "unmatched receive " << r.handle << " not queued";
                 EXPECT_TRUE(node.oracle->cancel(r.handle));
                 ++cancelled;
             }
             std::uint64_t drained = 0;
             for (int s = 0; s < n_; ++s) {
                 for (const std::int32_t tag : kTags) {
-                    while (UnexpectedPtr u = node.engine->take_unexpected(kCid, s, tag, node.sink)) {
+                    while (UnexpectedPtr u =
+                               node.engine->take_unexpected(kCid, s, tag, node.sink)) {
                         const auto want = node.oracle->take(s, tag);
                         EXPECT_EQ((std::optional<MsgKey>{MsgKey{u->info.src, u->info.seq}}), want);
                         check_match(d, s, tag, u->info, u->data);
@@ -415,14 +444,16 @@ private:
             EXPECT_EQ(cm.held_bytes(), 0u);
             const RxCounters& rx = node.engine->rx();
             EXPECT_EQ(rx.frames, node.frames_in);
-            EXPECT_EQ(rx.decode_errors + rx.checksum_errors + rx.unknown_peer + rx.bad_rank + rx.unknown_request +
-                          rx.duplicates + rx.pending_unknown_comm + rx.dropped_unknown_comm,
+            EXPECT_EQ(rx.decode_errors + rx.checksum_errors + rx.unknown_peer + rx.bad_rank +
+                          rx.unknown_request + rx.duplicates + rx.pending_unknown_comm +
+                          rx.dropped_unknown_comm,
                       0u);
             stats_.held_out_of_order += cm.stats().held_out_of_order;
         }
         std::uint64_t unmatched = 0;
         for (const auto& str : sent_)
-            for (const Msg& m : str) unmatched += m.matched ? 0 : 1;
+            for (const Msg& m : str)
+                unmatched += m.matched ? 0 : 1;
         EXPECT_EQ(unmatched, 0u) << "messages never matched";
         EXPECT_EQ(stats_.matched_posted + stats_.matched_on_post + stats_.drained, stats_.messages);
     }
@@ -463,11 +494,14 @@ TEST(PmlDrSim, RandomizedMatchingOverTwoReorderingLinks) {
         total.held_out_of_order += s.held_out_of_order;
         total.reordered += s.reordered;
     });
-    std::printf("messages %llu: matched on arrival %llu, on post %llu, drained %llu; held out of order %llu\n",
-                static_cast<unsigned long long>(total.messages), static_cast<unsigned long long>(total.matched_posted),
-                static_cast<unsigned long long>(total.matched_on_post),
-                static_cast<unsigned long long>(total.drained),
-                static_cast<unsigned long long>(total.held_out_of_order));
+    std::printf(
+        "messages %llu: matched on arrival %llu, on post %llu, drained %llu; held out of order "
+        "%llu\n",
+        static_cast<unsigned long long>(total.messages),
+        static_cast<unsigned long long>(total.matched_posted),
+        static_cast<unsigned long long>(total.matched_on_post),
+        static_cast<unsigned long long>(total.drained),
+        static_cast<unsigned long long>(total.held_out_of_order));
 }
 
 }  // namespace

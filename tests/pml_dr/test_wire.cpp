@@ -19,7 +19,9 @@ using namespace pml_dr_test;
 using plugin::common::crc32c;
 using plugin::common::ErrorCode;
 
-std::vector<std::uint8_t> bytes_of(std::string_view s) { return {s.begin(), s.end()}; }
+std::vector<std::uint8_t> bytes_of(std::string_view s) {
+    return {s.begin(), s.end()};
+}
 
 Common common(std::uint16_t flags) {
     Common c;
@@ -62,18 +64,18 @@ MatchFields match_fields(std::span<const std::uint8_t> payload, bool csum) {
 struct Samples {
     std::vector<std::uint8_t> payload = pattern(37, 5, 9);
     MatchHdr match{common(kFlagPayloadCsum | kFlagRetransmit), match_fields(payload, true)};
-    RndvHdr rndv{common(kFlagPayloadCsum | kFlagSync), match_fields(payload, true), 0x1'0000'0025ull,
-                 0xCAFE'F00D'1234'5678ull};
-    CtsHdr cts{common(kFlagRetransmit), 0x1111'2222'3333'4444ull, 0x5555'6666'7777'8888ull, 0x1'0000'0000ull,
-               0x2'0000'0001ull};
+    RndvHdr rndv{common(kFlagPayloadCsum | kFlagSync), match_fields(payload, true),
+                 0x1'0000'0025ull, 0xCAFE'F00D'1234'5678ull};
+    CtsHdr cts{common(kFlagRetransmit), 0x1111'2222'3333'4444ull, 0x5555'6666'7777'8888ull,
+               0x1'0000'0000ull, 0x2'0000'0001ull};
     FragHdr frag{common(kFlagPayloadCsum), 0x0123'4567'89AB'CDEFull, 0xFFFF'FFFF'0000'0001ull,
                  static_cast<std::uint32_t>(payload.size()), crc32c(payload)};
     AckHdr ack{common(0), 0xFFFF'FFF0u, 0xFFFF'FFF1u, 0x8000'0000'0000'0001ull};
     CreditHdr credit{common(kFlagRetransmit), 0x0123'4567'0000'0042ull};
 
     std::vector<std::vector<std::uint8_t>> all_frames() const {
-        return {frame_of(match, payload), frame_of(rndv, payload), frame_of(cts), frame_of(frag, payload),
-                frame_of(ack), frame_of(credit)};
+        return {frame_of(match, payload), frame_of(rndv, payload), frame_of(cts),
+                frame_of(frag, payload),  frame_of(ack),           frame_of(credit)};
     }
 };
 
@@ -108,7 +110,8 @@ TEST(PmlDrWire, RoundTripMatch) {
     ASSERT_NE(h, nullptr);
     expect_common(h->common, s.match.common, FrameType::Match);
     expect_match(h->match, s.match.match);
-    EXPECT_TRUE(std::equal(d->payload.begin(), d->payload.end(), s.payload.begin(), s.payload.end()));
+    EXPECT_TRUE(
+        std::equal(d->payload.begin(), d->payload.end(), s.payload.begin(), s.payload.end()));
     EXPECT_EQ(d->payload.data(), f.data() + kMatchHeaderSize);  // in place, no copy
 }
 
@@ -131,8 +134,8 @@ TEST(PmlDrWire, RoundTripRndvRget) {
     // RGET: the payload is a registration handle, msg_len may exceed it by far
     // or be smaller (the handle is not message bytes), remote_addr is kept.
     const auto handle = pattern(24, 1, 2);
-    RndvHdr r{common(kFlagPayloadCsum | kFlagRget | kFlagSync), match_fields(handle, true), 16, 0x77,
-              0x0000'7FFF'DEAD'B000ull};
+    RndvHdr r{common(kFlagPayloadCsum | kFlagRget | kFlagSync), match_fields(handle, true), 16,
+              0x77, 0x0000'7FFF'DEAD'B000ull};
     auto f = frame_of(r, handle);
     auto d = decode(f);
     ASSERT_TRUE(d.has_value()) << to_string(d.error().code);
@@ -171,7 +174,8 @@ TEST(PmlDrWire, RoundTripFrag) {
     EXPECT_EQ(h->offset, s.frag.offset);
     EXPECT_EQ(h->payload_len, s.frag.payload_len);
     EXPECT_EQ(h->payload_crc, s.frag.payload_crc);
-    EXPECT_TRUE(std::equal(d->payload.begin(), d->payload.end(), s.payload.begin(), s.payload.end()));
+    EXPECT_TRUE(
+        std::equal(d->payload.begin(), d->payload.end(), s.payload.begin(), s.payload.end()));
 }
 
 TEST(PmlDrWire, RoundTripAck) {
@@ -246,7 +250,8 @@ TEST(PmlDrWire, EncodeIntoShortBufferFails) {
         ASSERT_FALSE(n.has_value());
         EXPECT_EQ(n.error().code, ErrorCode::NoSpace);
         // Nothing written past the buffer it was given.
-        for (std::size_t i = hsize - 1; i < buf.size(); ++i) EXPECT_EQ(buf[i], 0xEE) << i;
+        for (std::size_t i = hsize - 1; i < buf.size(); ++i)
+            EXPECT_EQ(buf[i], 0xEE) << i;
         // A larger buffer: writes exactly the header.
         auto m = encode(h, buf);
         ASSERT_TRUE(m.has_value());
@@ -387,12 +392,14 @@ TEST(PmlDrWire, EveryHeaderDoubleBitFlipDetected) {
 
 TEST(PmlDrWire, PayloadBitFlipsDetectedWithCsum) {
     Samples s;
-    for (const auto& f : {frame_of(s.match, s.payload), frame_of(s.rndv, s.payload), frame_of(s.frag, s.payload)}) {
+    for (const auto& f :
+         {frame_of(s.match, s.payload), frame_of(s.rndv, s.payload), frame_of(s.frag, s.payload)}) {
         const std::size_t hsize = header_size(static_cast<FrameType>(f[1]));
         for (std::size_t bit = hsize * 8; bit < f.size() * 8; ++bit) {
             auto g = f;
             g[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
-            EXPECT_EQ(error_of(g), ErrorCode::BadChecksum) << "type " << int{f[1]} << " bit " << bit;
+            EXPECT_EQ(error_of(g), ErrorCode::BadChecksum)
+                << "type " << int{f[1]} << " bit " << bit;
         }
     }
 }
@@ -467,7 +474,8 @@ TEST(PmlDrWire, UnknownFlagsRejected) {
     for (auto f : s.all_frames()) {
         for (std::uint16_t bit = 0; bit < 16; ++bit) {
             const auto flag = static_cast<std::uint16_t>(1u << bit);
-            if ((flag & kKnownFlags) != 0) continue;
+            if ((flag & kKnownFlags) != 0)
+                continue;
             auto g = f;
             g[2] = static_cast<std::uint8_t>(g[2] | (flag >> 8));
             g[3] = static_cast<std::uint8_t>(g[3] | (flag & 0xFF));
@@ -506,8 +514,8 @@ TEST(PmlDrWire, PayloadCrcWithoutFlagRejected) {
 TEST(PmlDrWire, PayloadLenMismatchRejected) {
     Samples s;
     const std::size_t n = s.payload.size();
-    for (const std::uint32_t declared : {0u, static_cast<std::uint32_t>(n - 1), static_cast<std::uint32_t>(n + 1),
-                                         0xFFFF'FFFFu}) {
+    for (const std::uint32_t declared :
+         {0u, static_cast<std::uint32_t>(n - 1), static_cast<std::uint32_t>(n + 1), 0xFFFF'FFFFu}) {
         auto m = s.match;
         m.match.payload_len = declared;
         EXPECT_EQ(error_of(frame_of(m, s.payload)), ErrorCode::BadLength) << declared;
@@ -555,8 +563,7 @@ TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
         EXPECT_EQ(error_of(frame_of(cr)), ErrorCode::BadField) << flag;
     }
     // ... and accepted on RNDV.
-    for (const std::uint16_t flag :
-         {std::uint16_t{kFlagSync}, std::uint16_t{kFlagCreditStarved}}) {
+    for (const std::uint16_t flag : {std::uint16_t{kFlagSync}, std::uint16_t{kFlagCreditStarved}}) {
         auto r = s.rndv;
         r.common.flags = static_cast<std::uint16_t>(r.common.flags | flag);
         EXPECT_TRUE(decode(frame_of(r, s.payload)).has_value()) << flag;
@@ -614,7 +621,8 @@ TEST(PmlDrWire, PayloadOnCtsAckOrCreditRejected) {
 std::vector<std::uint8_t> reencode(const Header& h) {
     std::vector<std::uint8_t> out(kMaxHeaderSize);
     auto n = std::visit([&](const auto& x) { return encode(x, out); }, h);
-    if (!n) return {};
+    if (!n)
+        return {};
     out.resize(*n);
     return out;
 }
@@ -624,13 +632,15 @@ TEST(PmlDrWire, RandomGarbageNeverCrashesAndIsRejected) {
     std::size_t accepted = 0;
     for (int i = 0; i < 100'000; ++i) {
         std::vector<std::uint8_t> buf(rng() % 160);
-        for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
+        for (auto& b : buf)
+            b = static_cast<std::uint8_t>(rng());
         // Half of them look like our frames up front, so they reach the CRC.
         if (i % 2 == 0 && buf.size() >= 2) {
             buf[0] = kWireVersion;
             buf[1] = static_cast<std::uint8_t>(1 + rng() % 5);
         }
-        if (decode(buf).has_value()) ++accepted;
+        if (decode(buf).has_value())
+            ++accepted;
         (void)decode_header(buf, rng() % 4);
     }
     // 2^-32 per frame at best: none of 100k seeded buffers gets through.
@@ -651,11 +661,14 @@ TEST(PmlDrWire, ResealedMutantsAreValidatedAndCanonical) {
         const int edits = 1 + static_cast<int>(rng() % 3);
         for (int e = 0; e < edits; ++e) {
             const std::size_t at = 2 + rng() % (hsize - 2);  // never the version/type bytes
-            if (at >= 4 && at < 8) continue;                  // the CRC itself
+            if (at >= 4 && at < 8)
+                continue;  // the CRC itself
             g[at] = static_cast<std::uint8_t>(rng());
         }
-        if (rng() % 4 == 0) g.resize(rng() % (g.size() + 8), 0);
-        if (g.size() >= hsize) reseal(g, hsize);
+        if (rng() % 4 == 0)
+            g.resize(rng() % (g.size() + 8), 0);
+        if (g.size() >= hsize)
+            reseal(g, hsize);
         auto d = decode(g);
         if (!d) {
             ++rejected;
@@ -664,7 +677,8 @@ TEST(PmlDrWire, ResealedMutantsAreValidatedAndCanonical) {
         ++accepted;
         const auto again = reencode(d->header);
         ASSERT_EQ(again.size(), hsize);
-        ASSERT_TRUE(std::equal(again.begin(), again.end(), g.begin())) << "non-canonical header accepted";
+        ASSERT_TRUE(std::equal(again.begin(), again.end(), g.begin()))
+            << "non-canonical header accepted";
     }
     // Both outcomes are exercised (random src/seq/cid edits stay valid).
     EXPECT_GT(accepted, 1000u);

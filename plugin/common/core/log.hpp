@@ -12,7 +12,7 @@ namespace plugin::common {
 enum class LogLevel : int { Error = 0, Warn = 10, Info = 20, Debug = 50, Trace = 90 };
 
 class LogSink {
-public:
+  public:
     virtual ~LogSink() = default;
     [[nodiscard]] virtual bool enabled(LogLevel level) const noexcept = 0;
     virtual void write(LogLevel level, const char* message) noexcept = 0;
@@ -20,7 +20,7 @@ public:
 
 // Discards everything: the default for cores constructed without a sink.
 class NullLogSink final : public LogSink {
-public:
+  public:
     [[nodiscard]] bool enabled(LogLevel) const noexcept override { return false; }
     void write(LogLevel, const char*) noexcept override {}
     static NullLogSink& instance() noexcept {
@@ -32,7 +32,8 @@ public:
 // printf-style helper; formats only when the level is enabled.
 [[gnu::format(printf, 3, 4)]] inline void logf(LogSink& sink, LogLevel level, const char* fmt,
                                                ...) noexcept {
-    if (!sink.enabled(level)) return;
+    if (!sink.enabled(level))
+        return;
     char buf[512];
     va_list ap;
     va_start(ap, fmt);

@@ -12,7 +12,9 @@ Micros monotonic_now() noexcept {
         .count();
 }
 
-DeadlineTimer::~DeadlineTimer() { shutdown(); }
+DeadlineTimer::~DeadlineTimer() {
+    shutdown();
+}
 
 void DeadlineTimer::init(Callback on_fire, event_base* base) noexcept {
     on_fire_ = std::move(on_fire);
@@ -32,9 +34,11 @@ void DeadlineTimer::shutdown() noexcept {
 }
 
 void DeadlineTimer::arm(Micros deadline, Micros now) noexcept {
-    if (deadline == kNever || deadline >= armed_for_) return;
+    if (deadline == kNever || deadline >= armed_for_)
+        return;
     armed_for_ = deadline;
-    if (ev_ == nullptr) return;  // polling only
+    if (ev_ == nullptr)
+        return;  // polling only
     const Micros delay = deadline > now ? deadline - now : 0;
     timeval tv{};
     tv.tv_sec = static_cast<time_t>(delay / kSeconds);
@@ -43,7 +47,8 @@ void DeadlineTimer::arm(Micros deadline, Micros now) noexcept {
 }
 
 void DeadlineTimer::poll(Micros now) noexcept {
-    if (armed_for_ != kNever && now >= armed_for_) fire(now);
+    if (armed_for_ != kNever && now >= armed_for_)
+        fire(now);
 }
 
 void DeadlineTimer::trampoline(int, short, void* arg) noexcept {
@@ -52,8 +57,10 @@ void DeadlineTimer::trampoline(int, short, void* arg) noexcept {
 
 void DeadlineTimer::fire(Micros now) noexcept {
     armed_for_ = kNever;
-    if (ev_ != nullptr) opal_event_evtimer_del(ev_);
-    if (on_fire_) on_fire_(now);
+    if (ev_ != nullptr)
+        opal_event_evtimer_del(ev_);
+    if (on_fire_)
+        on_fire_(now);
 }
 
 }  // namespace plugin::common

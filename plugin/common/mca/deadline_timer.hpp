@@ -17,7 +17,7 @@ namespace plugin::common {
 Micros monotonic_now() noexcept;
 
 class DeadlineTimer {
-public:
+  public:
     using Callback = std::function<void(Micros now)>;
 
     DeadlineTimer() = default;
@@ -36,7 +36,7 @@ public:
     // Polling path for progress loops: fires the callback when due.
     void poll(Micros now) noexcept;
 
-private:
+  private:
     static void trampoline(int fd, short what, void* arg) noexcept;
     void fire(Micros now) noexcept;
 

@@ -23,7 +23,7 @@ struct ParamSpec {
     const char* name;  // without the "<fw>_<component>_" prefix
     const char* help;  // says what it does; never restates the default
     ParamType type;
-    void* storage;     // int*, unsigned*, size_t*, bool*, double*, char** (string)
+    void* storage;  // int*, unsigned*, size_t*, bool*, double*, char** (string)
     // Default value, by type. Written into storage before registration.
     long long int_default = 0;
     double double_default = 0.0;
@@ -33,6 +33,7 @@ struct ParamSpec {
 };
 
 // Registers every entry; returns the number that failed (0 on success).
-int register_params(const mca_base_component_2_1_0_t* component, std::span<const ParamSpec> params) noexcept;
+int register_params(const mca_base_component_2_1_0_t* component,
+                    std::span<const ParamSpec> params) noexcept;
 
 }  // namespace plugin::common

@@ -26,7 +26,7 @@ extern "C" {
 // (1) The stock macro casts its expected-value argument to void* while the
 // function takes void**: fine in C, ill-formed in C++.
 #undef OPAL_THREAD_COMPARE_EXCHANGE_STRONG_PTR
-#define OPAL_THREAD_COMPARE_EXCHANGE_STRONG_PTR(x, y, z)                                           \
+#define OPAL_THREAD_COMPARE_EXCHANGE_STRONG_PTR(x, y, z) \
     opal_thread_compare_exchange_strong_ptr((volatile intptr_t*)(x), (void**)(y), (void*)(z))
 #undef OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_PTR
 #define OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_PTR OPAL_THREAD_COMPARE_EXCHANGE_STRONG_PTR

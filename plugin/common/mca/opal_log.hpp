@@ -6,7 +6,7 @@
 namespace plugin::common {
 
 class OpalLogSink final : public LogSink {
-public:
+  public:
     // prefix is printed before every line, e.g. "pml:dr".
     void open(const char* prefix, int verbosity) noexcept;
     void close() noexcept;
@@ -16,7 +16,7 @@ public:
     void write(LogLevel level, const char* message) noexcept override;
     [[nodiscard]] int stream() const noexcept { return stream_; }
 
-private:
+  private:
     int stream_ = -1;
     int verbosity_ = 0;
     char prefix_[32] = {};

@@ -21,23 +21,31 @@ RawParams default_params() noexcept {
 }
 
 namespace {
-bool is_probability(double p) { return p >= 0.0 && p <= 1.0; }
+bool is_probability(double p) {
+    return p >= 0.0 && p <= 1.0;
+}
 }  // namespace
 
 std::string validate(const RawParams& raw, Config& out) {
     Config c;
-    if (raw.csum < 0 || raw.csum > 2) return "pml_dr_csum must be auto, always or never";
+    if (raw.csum < 0 || raw.csum > 2)
+        return "pml_dr_csum must be auto, always or never";
     c.csum = static_cast<CsumMode>(raw.csum);
-    if (raw.eager_limit < 1024) return "pml_dr_eager_limit must be at least 1024 bytes";
+    if (raw.eager_limit < 1024)
+        return "pml_dr_eager_limit must be at least 1024 bytes";
     c.eager_limit = raw.eager_limit;
     if (raw.pipeline_depth < 1 || raw.pipeline_depth > 1024)
         return "pml_dr_pipeline_depth must be in 1..1024";
     c.pipeline_depth = raw.pipeline_depth;
-    if (raw.vfrag_frags < 1 || raw.vfrag_frags > 64) return "pml_dr_vfrag_frags must be in 1..64";
+    if (raw.vfrag_frags < 1 || raw.vfrag_frags > 64)
+        return "pml_dr_vfrag_frags must be in 1..64";
     c.vfrag_frags = raw.vfrag_frags;
-    if (raw.watchdog_timeout_ms == 0) return "pml_dr_watchdog_timeout must be positive";
-    if (raw.ack_timeout_ms == 0) return "pml_dr_ack_timeout must be positive";
-    if (raw.peer_dead_timeout_ms == 0) return "pml_dr_peer_dead_timeout must be positive";
+    if (raw.watchdog_timeout_ms == 0)
+        return "pml_dr_watchdog_timeout must be positive";
+    if (raw.ack_timeout_ms == 0)
+        return "pml_dr_ack_timeout must be positive";
+    if (raw.peer_dead_timeout_ms == 0)
+        return "pml_dr_peer_dead_timeout must be positive";
     c.watchdog_timeout = raw.watchdog_timeout_ms * kMillis;
     c.watchdog_retries = raw.watchdog_retries;
     c.ack_timeout = raw.ack_timeout_ms * kMillis;

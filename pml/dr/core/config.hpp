@@ -15,10 +15,10 @@ enum class CsumMode : int { Auto = 0, Always = 1, Never = 2 };
 struct RawParams {
     int priority = 0;
     int verbose = 0;
-    int csum = 0;                  // CsumMode
-    std::size_t eager_limit = 0;   // bytes sent without waiting for the receiver
-    unsigned pipeline_depth = 0;   // vfrags in flight per rendezvous per path
-    unsigned vfrag_frags = 0;      // frags per vfrag (1..64: the ack bitmask width)
+    int csum = 0;                 // CsumMode
+    std::size_t eager_limit = 0;  // bytes sent without waiting for the receiver
+    unsigned pipeline_depth = 0;  // vfrags in flight per rendezvous per path
+    unsigned vfrag_frags = 0;     // frags per vfrag (1..64: the ack bitmask width)
     unsigned watchdog_timeout_ms = 0;
     unsigned watchdog_retries = 0;
     unsigned ack_timeout_ms = 0;

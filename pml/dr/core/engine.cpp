@@ -5,8 +5,8 @@
 namespace pml::dr::core {
 
 using plugin::common::ErrorCode;
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 
 Engine::Engine(const Config& config, plugin::common::LogSink& log) : config_(config), log_(log) {}
 
@@ -25,8 +25,10 @@ const PeerName* Engine::peer_name(PeerId id) const noexcept {
 
 void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, EngineSink& sink) {
     const auto n = static_cast<std::uint32_t>(remote_peers.size());
-    if (cid >= comms_.size()) comms_.resize(static_cast<std::size_t>(cid) + 1);
-    if (comms_[cid]) del_comm(cid, sink);  // a reused id: drop the old state first
+    if (cid >= comms_.size())
+        comms_.resize(static_cast<std::size_t>(cid) + 1);
+    if (comms_[cid])
+        del_comm(cid, sink);  // a reused id: drop the old state first
     comms_[cid] = std::make_unique<Comm>(Comm{std::move(remote_peers), CommMatcher(n)});
     // Replay what arrived before this communicator existed, in arrival order.
     std::vector<Parked> replay;
@@ -45,7 +47,8 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
 
 void Engine::del_comm(std::uint32_t cid, EngineSink& sink) {
     Comm* c = find_comm(cid);
-    if (c == nullptr) return;
+    if (c == nullptr)
+        return;
     // Unexpected messages left on a freed communicator are dropped with it;
     // their senders get the eager credit back.
     c->matcher.for_each_held([&](const Unexpected& u) {
@@ -63,17 +66,22 @@ CommMatcher* Engine::comm(std::uint32_t cid) noexcept {
 UnexpectedPtr Engine::post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag,
                                 EngineSink& sink) {
     CommMatcher* m = comm(cid);
-    if (m == nullptr) return nullptr;
+    if (m == nullptr)
+        return nullptr;
     UnexpectedPtr msg = m->post(recv, src, tag);
-    if (msg) release_unexpected(*msg, sink);
+    if (msg)
+        release_unexpected(*msg, sink);
     return msg;
 }
 
-UnexpectedPtr Engine::take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag, EngineSink& sink) {
+UnexpectedPtr Engine::take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag,
+                                      EngineSink& sink) {
     CommMatcher* m = comm(cid);
-    if (m == nullptr) return nullptr;
+    if (m == nullptr)
+        return nullptr;
     UnexpectedPtr msg = m->take(src, tag);
-    if (msg) release_unexpected(*msg, sink);
+    if (msg)
+        release_unexpected(*msg, sink);
     return msg;
 }
 
@@ -90,30 +98,37 @@ std::uint64_t Engine::eager_window() const noexcept {
 }
 
 bool Engine::try_charge_eager(PeerId peer, std::uint64_t bytes, bool force) noexcept {
-    if (peer >= flow_.size()) return false;
+    if (peer >= flow_.size())
+        return false;
     PeerFlow& f = flow_[peer];
     const std::uint64_t outstanding = f.eager_sent - f.released_by_peer;
-    if (!force && outstanding + bytes > eager_window()) return false;
+    if (!force && outstanding + bytes > eager_window())
+        return false;
     f.eager_sent += bytes;
     return true;
 }
 
 void Engine::uncharge_eager(PeerId peer, std::uint64_t bytes) noexcept {
-    if (peer >= flow_.size()) return;
+    if (peer >= flow_.size())
+        return;
     PeerFlow& f = flow_[peer];
     f.eager_sent -= std::min(bytes, f.eager_sent - f.released_by_peer);
 }
 
-const PeerFlow* Engine::flow(PeerId peer) const noexcept { return peer < flow_.size() ? &flow_[peer] : nullptr; }
+const PeerFlow* Engine::flow(PeerId peer) const noexcept {
+    return peer < flow_.size() ? &flow_[peer] : nullptr;
+}
 
 void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, EngineSink& sink) {
-    if (peer >= flow_.size()) return;
+    if (peer >= flow_.size())
+        return;
     PeerFlow& f = flow_[peer];
     f.released += bytes;
     const std::uint64_t unreported = f.released - f.reported;
     // Report in batches of a quarter window; at once when the sender says it
     // is starved (it then sends only data-less RNDVs until we do).
-    if (unreported == 0 || (!starved && unreported < eager_window() / 4)) return;
+    if (unreported == 0 || (!starved && unreported < eager_window() / 4))
+        return;
     f.reported = f.released;
     sink.on_credit(peer, f.released);
 }
@@ -131,10 +146,13 @@ std::uint64_t Engine::register_recv(Handle recv, PeerId peer, std::uint64_t want
 }
 
 void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
-    if (e.code == ErrorCode::BadChecksum) ++rx_.checksum_errors;
-    else ++rx_.decode_errors;
-    logf(log_, LogLevel::Debug, "dropped frame: %.*s (%.*s)", static_cast<int>(to_string(e.code).size()),
-         to_string(e.code).data(), static_cast<int>(e.message.size()), e.message.data());
+    if (e.code == ErrorCode::BadChecksum)
+        ++rx_.checksum_errors;
+    else
+        ++rx_.decode_errors;
+    logf(log_, LogLevel::Debug, "dropped frame: %.*s (%.*s)",
+         static_cast<int>(to_string(e.code).size()), to_string(e.code).data(),
+         static_cast<int>(e.message.size()), e.message.data());
 }
 
 void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path) {
@@ -145,12 +163,14 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std
         count_decode_error(decoded.error());
         return;
     }
-    const Common& c = std::visit([](const auto& h) -> const Common& { return h.common; }, decoded->header);
+    const Common& c =
+        std::visit([](const auto& h) -> const Common& { return h.common; }, decoded->header);
     auto pit = peer_ids_.find(PeerName{c.src_jobid, c.src_vpid});
     if (pit == peer_ids_.end()) {
         ++rx_.unknown_peer;
         logf(log_, LogLevel::Debug, "dropped %.*s from unknown process %u.%u",
-             static_cast<int>(to_string(c.type).size()), to_string(c.type).data(), c.src_jobid, c.src_vpid);
+             static_cast<int>(to_string(c.type).size()), to_string(c.type).data(), c.src_jobid,
+             c.src_vpid);
         return;
     }
     const PeerId peer = pit->second;
@@ -190,14 +210,16 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std
     }
 }
 
-void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv, std::uint16_t flags,
-                              std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
-                              EngineSink& sink, std::uint64_t path) {
+void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv,
+                              std::uint16_t flags, std::span<const std::uint8_t> payload,
+                              std::span<const std::uint8_t> frame, EngineSink& sink,
+                              std::uint64_t path) {
     Comm* found = find_comm(m.cid);
     if (found == nullptr) {
         if (parked_bytes_ + frame.size() > config_.unexpected_limit) {
             ++rx_.dropped_unknown_comm;
-            logf(log_, LogLevel::Warn, "dropped message for unknown communicator %u (limit reached)", m.cid);
+            logf(log_, LogLevel::Warn,
+                 "dropped message for unknown communicator %u (limit reached)", m.cid);
             return;
         }
         ++rx_.pending_unknown_comm;
@@ -209,7 +231,8 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
     if (m.src_rank < 0 || static_cast<std::size_t>(m.src_rank) >= comm.remote.size() ||
         comm.remote[static_cast<std::size_t>(m.src_rank)] != peer) {
         ++rx_.bad_rank;
-        logf(log_, LogLevel::Debug, "dropped message: rank %d of communicator %u (size %zu) is not the sender (peer %u)",
+        logf(log_, LogLevel::Debug,
+             "dropped message: rank %d of communicator %u (size %zu) is not the sender (peer %u)",
              m.src_rank, m.cid, comm.remote.size(), peer);
         return;
     }
@@ -229,7 +252,8 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
     // ignores it must not grow our memory without bound.
     if (held_bytes_ + payload.size() > 2 * config_.unexpected_limit + eager_window()) {
         ++rx_.over_limit;
-        logf(log_, LogLevel::Warn, "dropped message from peer %u: unexpected store over its limit", peer);
+        logf(log_, LogLevel::Warn, "dropped message from peer %u: unexpected store over its limit",
+             peer);
         return;
     }
     // Everything this call matched left the store; what it queued stays.

@@ -27,7 +27,7 @@ struct PeerName {
 };
 
 class EngineSink : public MatchSink {
-public:
+  public:
     // The receiver matched our RNDV: send [offset, want_len) of `send`.
     virtual void on_cts(Handle send, PeerId peer, const CtsHdr& cts) = 0;
     // Payload of a rendezvous message for receive `recv` at byte `offset`.
@@ -60,14 +60,14 @@ struct RxCounters {
 // without data, which cost the receiver only a header. The receiver reports
 // cumulative releases in CREDIT frames.
 struct PeerFlow {
-    std::uint64_t eager_sent = 0;          // sender: charged bytes, ever
-    std::uint64_t released_by_peer = 0;    // sender: the peer's latest cumulative report
-    std::uint64_t released = 0;            // receiver: this peer's bytes we released, ever
-    std::uint64_t reported = 0;            // receiver: value of our last CREDIT
+    std::uint64_t eager_sent = 0;        // sender: charged bytes, ever
+    std::uint64_t released_by_peer = 0;  // sender: the peer's latest cumulative report
+    std::uint64_t released = 0;          // receiver: this peer's bytes we released, ever
+    std::uint64_t reported = 0;          // receiver: value of our last CREDIT
 };
 
 class Engine {
-public:
+  public:
     Engine(const Config& config, plugin::common::LogSink& log);
 
     // --- peers
@@ -86,7 +86,8 @@ public:
     // may call sink.on_credit.
     UnexpectedPtr post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag,
                             EngineSink& sink);
-    UnexpectedPtr take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag, EngineSink& sink);
+    UnexpectedPtr take_unexpected(std::uint32_t cid, std::int32_t src, std::int32_t tag,
+                                  EngineSink& sink);
 
     // --- eager flow control (sender side)
     [[nodiscard]] std::uint64_t eager_window() const noexcept;
@@ -113,7 +114,7 @@ public:
     [[nodiscard]] std::size_t held_peak() const noexcept { return held_peak_; }
     [[nodiscard]] const Config& config() const noexcept { return config_; }
 
-private:
+  private:
     struct ReqEntry {
         Handle handle;
         PeerId peer;
@@ -136,9 +137,10 @@ private:
         std::vector<std::uint8_t> frame;
     };
 
-    void on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv, std::uint16_t flags,
-                          std::span<const std::uint8_t> payload, std::span<const std::uint8_t> frame,
-                          EngineSink& sink, std::uint64_t path);
+    void on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv,
+                          std::uint16_t flags, std::span<const std::uint8_t> payload,
+                          std::span<const std::uint8_t> frame, EngineSink& sink,
+                          std::uint64_t path);
     void count_decode_error(const plugin::common::Error& e) noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
     // Receiver: `bytes` of `peer`'s eager payload left our store.

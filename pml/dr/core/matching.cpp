@@ -12,56 +12,66 @@ using plugin::common::fail;
 CommMatcher::CommMatcher(std::uint32_t nsources) : in_(nsources) {}
 
 std::uint16_t CommMatcher::next_send_seq(std::int32_t dst) noexcept {
-    if (dst < 0 || static_cast<std::size_t>(dst) >= in_.size()) return 0;
+    if (dst < 0 || static_cast<std::size_t>(dst) >= in_.size())
+        return 0;
     return in_[static_cast<std::size_t>(dst)].send_seq++;
 }
 
 void CommMatcher::undo_send_seq(std::int32_t dst) noexcept {
-    if (dst < 0 || static_cast<std::size_t>(dst) >= in_.size()) return;
+    if (dst < 0 || static_cast<std::size_t>(dst) >= in_.size())
+        return;
     --in_[static_cast<std::size_t>(dst)].send_seq;
 }
 
 std::size_t CommMatcher::posted_count() const noexcept {
     std::size_t n = wild_.size();
-    for (const Source& s : in_) n += s.posted.size();
+    for (const Source& s : in_)
+        n += s.posted.size();
     return n;
 }
 
 std::size_t CommMatcher::unexpected_count() const noexcept {
     std::size_t n = 0;
-    for (const Source& s : in_) n += s.unexpected.size() + s.cant_match.size();
+    for (const Source& s : in_)
+        n += s.unexpected.size() + s.cant_match.size();
     return n;
 }
 
 std::size_t CommMatcher::held_bytes() const noexcept {
     std::size_t n = 0;
     for (const Source& s : in_) {
-        for (const auto& u : s.unexpected) n += u->data.size();
-        for (const auto& [seq, u] : s.cant_match) n += u->data.size();
+        for (const auto& u : s.unexpected)
+            n += u->data.size();
+        for (const auto& [seq, u] : s.cant_match)
+            n += u->data.size();
     }
     return n;
 }
 
 std::list<UnexpectedPtr>::iterator CommMatcher::find_unexpected(std::int32_t src, std::int32_t tag,
-                                                               Source*& where) const noexcept {
+                                                                Source*& where) const noexcept {
     auto& self = const_cast<CommMatcher&>(*this);
     auto scan = [tag](Source& s) {
-        return std::find_if(s.unexpected.begin(), s.unexpected.end(),
-                            [tag](const UnexpectedPtr& u) { return tag_matches(tag, u->info.tag); });
+        return std::find_if(
+            s.unexpected.begin(), s.unexpected.end(),
+            [tag](const UnexpectedPtr& u) { return tag_matches(tag, u->info.tag); });
     };
     where = nullptr;
     if (src != kAnySource) {
-        if (src < 0 || static_cast<std::size_t>(src) >= in_.size()) return {};
+        if (src < 0 || static_cast<std::size_t>(src) >= in_.size())
+            return {};
         Source& s = self.in_[static_cast<std::size_t>(src)];
         auto it = scan(s);
-        if (it != s.unexpected.end()) where = &s;
+        if (it != s.unexpected.end())
+            where = &s;
         return it;
     }
     // Any source: the earliest arrival among each source's first match.
     std::list<UnexpectedPtr>::iterator best{};
     for (Source& s : self.in_) {
         auto it = scan(s);
-        if (it == s.unexpected.end()) continue;
+        if (it == s.unexpected.end())
+            continue;
         if (where == nullptr || (*it)->arrival < (*best)->arrival) {
             best = it;
             where = &s;
@@ -79,14 +89,16 @@ const Unexpected* CommMatcher::peek(std::int32_t src, std::int32_t tag) const no
 UnexpectedPtr CommMatcher::take(std::int32_t src, std::int32_t tag) {
     Source* where = nullptr;
     auto it = find_unexpected(src, tag, where);
-    if (where == nullptr) return nullptr;
+    if (where == nullptr)
+        return nullptr;
     UnexpectedPtr msg = std::move(*it);
     where->unexpected.erase(it);
     return msg;
 }
 
 UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag) {
-    if (UnexpectedPtr msg = take(src, tag)) return msg;
+    if (UnexpectedPtr msg = take(src, tag))
+        return msg;
     Posted p{recv, src, tag, post_order_++};
     if (src == kAnySource) {
         wild_.push_back(p);
@@ -101,12 +113,15 @@ UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag)
 
 bool CommMatcher::cancel(Handle recv) noexcept {
     auto drop = [recv](std::list<Posted>& l) {
-        auto it = std::find_if(l.begin(), l.end(), [recv](const Posted& p) { return p.recv == recv; });
-        if (it == l.end()) return false;
+        auto it =
+            std::find_if(l.begin(), l.end(), [recv](const Posted& p) { return p.recv == recv; });
+        if (it == l.end())
+            return false;
         l.erase(it);
         return true;
     };
-    if (drop(wild_)) return true;
+    if (drop(wild_))
+        return true;
     return std::any_of(in_.begin(), in_.end(), [&](Source& s) { return drop(s.posted); });
 }
 
@@ -117,7 +132,8 @@ bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
     auto w = std::find_if(wild_.begin(), wild_.end(), match);
     const bool have_s = s != specific.end();
     const bool have_w = w != wild_.end();
-    if (!have_s && !have_w) return false;
+    if (!have_s && !have_w)
+        return false;
     if (have_s && (!have_w || s->order < w->order)) {
         out = s->recv;
         specific.erase(s);
@@ -162,7 +178,8 @@ void CommMatcher::deliver_held(UnexpectedPtr msg, MatchSink& sink, std::size_t& 
     sink.on_unexpected(ref);
 }
 
-plugin::common::Result<void> CommMatcher::arrive(const MessageInfo& info, std::span<const std::uint8_t> eager,
+plugin::common::Result<void> CommMatcher::arrive(const MessageInfo& info,
+                                                 std::span<const std::uint8_t> eager,
                                                  MatchSink& sink, std::size_t& held_bytes) {
     if (info.src < 0 || static_cast<std::size_t>(info.src) >= in_.size())
         return fail(ErrorCode::OutOfRange, "source rank outside the communicator");

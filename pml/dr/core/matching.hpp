@@ -18,8 +18,8 @@
 
 namespace pml::dr::core {
 
-using Handle = std::uint64_t;   // the glue's request, opaque to the core
-using PeerId = std::uint32_t;   // index into the engine's peer table
+using Handle = std::uint64_t;  // the glue's request, opaque to the core
+using PeerId = std::uint32_t;  // index into the engine's peer table
 
 inline constexpr std::int32_t kAnySource = -1;  // == MPI_ANY_SOURCE in Open MPI
 inline constexpr std::int32_t kAnyTag = -1;     // == MPI_ANY_TAG in Open MPI
@@ -30,13 +30,13 @@ struct MessageInfo {
     std::int32_t src = 0;  // rank in the communicator's remote group
     std::int32_t tag = 0;
     std::uint16_t seq = 0;
-    bool rndv = false;          // more bytes follow after a CTS
-    bool sync = false;          // sender waits for the match (Ssend)
-    std::uint64_t msg_len = 0;  // whole message, bytes
-    std::uint64_t send_req = 0; // sender's id for CTS
-    bool rget = false;          // eager bytes are the sender's registration handle
+    bool rndv = false;           // more bytes follow after a CTS
+    bool sync = false;           // sender waits for the match (Ssend)
+    std::uint64_t msg_len = 0;   // whole message, bytes
+    std::uint64_t send_req = 0;  // sender's id for CTS
+    bool rget = false;           // eager bytes are the sender's registration handle
     std::uint64_t remote_addr = 0;
-    std::uint64_t path = 0;     // opaque id of the path (BTL) the message came on
+    std::uint64_t path = 0;  // opaque id of the path (BTL) the message came on
 };
 
 // A message nobody has asked for yet, with its eager bytes copied out of the
@@ -50,11 +50,12 @@ using UnexpectedPtr = std::unique_ptr<Unexpected>;
 
 // Receives the matches the matcher makes when messages arrive.
 class MatchSink {
-public:
+  public:
     virtual ~MatchSink() = default;
     // A posted receive matched an arriving message; `eager` is valid only for
     // the duration of the call.
-    virtual void on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) = 0;
+    virtual void on_match(Handle recv, const MessageInfo& info,
+                          std::span<const std::uint8_t> eager) = 0;
     // The message went to the unexpected queue (for probes waiting on it).
     virtual void on_unexpected(const Unexpected&) {}
 };
@@ -76,11 +77,13 @@ constexpr bool src_matches(std::int32_t want, std::int32_t have) noexcept {
 }
 
 class CommMatcher {
-public:
+  public:
     // nsources: size of the remote group (ranks a message can come from).
     explicit CommMatcher(std::uint32_t nsources);
 
-    [[nodiscard]] std::uint32_t sources() const noexcept { return static_cast<std::uint32_t>(in_.size()); }
+    [[nodiscard]] std::uint32_t sources() const noexcept {
+        return static_cast<std::uint32_t>(in_.size());
+    }
 
     // --- sending: the msg_seq to stamp on the next message to dst.
     std::uint16_t next_send_seq(std::int32_t dst) noexcept;
@@ -101,8 +104,9 @@ public:
     // A MATCH/RNDV arrived. Bad src is an error (counted by the caller).
     // held_bytes tracks eager bytes copied into the matcher (unexpected and
     // out-of-order) so the engine can bound them.
-    plugin::common::Result<void> arrive(const MessageInfo& info, std::span<const std::uint8_t> eager,
-                                        MatchSink& sink, std::size_t& held_bytes);
+    plugin::common::Result<void> arrive(const MessageInfo& info,
+                                        std::span<const std::uint8_t> eager, MatchSink& sink,
+                                        std::size_t& held_bytes);
 
     [[nodiscard]] const MatchStats& stats() const noexcept { return stats_; }
     [[nodiscard]] std::size_t posted_count() const noexcept;
@@ -113,15 +117,19 @@ public:
     template <typename Fn>
     void for_each_held(Fn&& fn) const {
         for (const Source& s : in_) {
-            for (const auto& u : s.unexpected) fn(*u);
-            for (const auto& [seq, u] : s.cant_match) fn(*u);
+            for (const auto& u : s.unexpected)
+                fn(*u);
+            for (const auto& [seq, u] : s.cant_match)
+                fn(*u);
         }
     }
 
     // Everything still queued, for del_comm / dump.
-    [[nodiscard]] bool idle() const noexcept { return posted_count() == 0 && unexpected_count() == 0; }
+    [[nodiscard]] bool idle() const noexcept {
+        return posted_count() == 0 && unexpected_count() == 0;
+    }
 
-private:
+  private:
     struct Posted {
         Handle recv;
         std::int32_t src;
@@ -137,13 +145,13 @@ private:
     };
 
     // Matches one in-order message: to a posted receive, or into unexpected.
-    void deliver_in_order(const MessageInfo& info, std::span<const std::uint8_t> eager, MatchSink& sink,
-                          std::size_t& held_bytes);
+    void deliver_in_order(const MessageInfo& info, std::span<const std::uint8_t> eager,
+                          MatchSink& sink, std::size_t& held_bytes);
     void deliver_held(UnexpectedPtr msg, MatchSink& sink, std::size_t& held_bytes);
     // Finds (and unlinks) the earliest-posted receive matching (src, tag).
     bool pop_posted(std::int32_t src, std::int32_t tag, Handle& out);
     std::list<UnexpectedPtr>::iterator find_unexpected(std::int32_t src, std::int32_t tag,
-                                                      Source*& where) const noexcept;
+                                                       Source*& where) const noexcept;
 
     std::vector<Source> in_;
     std::list<Posted> wild_;  // MPI_ANY_SOURCE receives

@@ -54,7 +54,8 @@ std::uint32_t header_crc(std::span<const std::uint8_t> hdr) noexcept {
 
 Result<std::size_t> seal(ByteWriter& w) noexcept {
     auto n = w.finish();
-    if (!n) return n;
+    if (!n)
+        return n;
     w.patch_u32(kCrcOffset, header_crc(w.written()));
     return n;
 }
@@ -80,12 +81,18 @@ std::string_view to_string(FrameType t) noexcept {
 
 std::size_t header_size(FrameType t) noexcept {
     switch (t) {
-        case FrameType::Match: return kMatchHeaderSize;
-        case FrameType::Rndv: return kRndvHeaderSize;
-        case FrameType::Cts: return kCtsHeaderSize;
-        case FrameType::Frag: return kFragHeaderSize;
-        case FrameType::Ack: return kAckHeaderSize;
-        case FrameType::Credit: return kCreditHeaderSize;
+        case FrameType::Match:
+            return kMatchHeaderSize;
+        case FrameType::Rndv:
+            return kRndvHeaderSize;
+        case FrameType::Cts:
+            return kCtsHeaderSize;
+        case FrameType::Frag:
+            return kFragHeaderSize;
+        case FrameType::Ack:
+            return kAckHeaderSize;
+        case FrameType::Credit:
+            return kCreditHeaderSize;
     }
     return 0;
 }
@@ -143,14 +150,18 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
     return seal(w);
 }
 
-Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t payload_bytes) noexcept {
+Result<Decoded> decode_header(std::span<const std::uint8_t> bytes,
+                              std::size_t payload_bytes) noexcept {
     // Only the type byte is looked at before the CRC: it says how many bytes
     // the CRC covers. Everything else is believed only once the CRC matches.
-    if (bytes.size() < kCommonHeaderSize) return fail(ErrorCode::Truncated, "shorter than common header");
+    if (bytes.size() < kCommonHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than common header");
     const auto type = static_cast<FrameType>(bytes[1]);
     const std::size_t hsize = header_size(type);
-    if (hsize == 0) return fail(ErrorCode::BadType, "unknown frame type");
-    if (bytes.size() < hsize) return fail(ErrorCode::Truncated, "shorter than its type's header");
+    if (hsize == 0)
+        return fail(ErrorCode::BadType, "unknown frame type");
+    if (bytes.size() < hsize)
+        return fail(ErrorCode::Truncated, "shorter than its type's header");
     const auto hdr = bytes.first(hsize);
     ByteReader r(hdr);
     const std::uint8_t version = r.u8();
@@ -159,9 +170,12 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
     c.type = type;
     c.flags = r.u16();
     const std::uint32_t crc = r.u32();
-    if (crc != header_crc(hdr)) return fail(ErrorCode::BadChecksum, "header checksum mismatch");
-    if (version != kWireVersion) return fail(ErrorCode::BadVersion, "unsupported wire version");
-    if ((c.flags & ~kKnownFlags) != 0) return fail(ErrorCode::BadField, "unknown flag bits");
+    if (crc != header_crc(hdr))
+        return fail(ErrorCode::BadChecksum, "header checksum mismatch");
+    if (version != kWireVersion)
+        return fail(ErrorCode::BadVersion, "unsupported wire version");
+    if ((c.flags & ~kKnownFlags) != 0)
+        return fail(ErrorCode::BadField, "unknown flag bits");
     if ((c.flags & kRndvOnlyFlags) != 0 && type != FrameType::Rndv)
         return fail(ErrorCode::BadField, "RNDV-only flag on another frame type");
     c.src_jobid = r.u32();
@@ -194,7 +208,8 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
             h.send_req = r.u64();
             h.remote_addr = r.u64();
             const bool rget = (c.flags & kFlagRget) != 0;
-            if (!check_payload_len(h.match.payload_len, h.match.payload_crc)) break;
+            if (!check_payload_len(h.match.payload_len, h.match.payload_crc))
+                break;
             if (rget && (c.flags & kFlagPayloadCsum) == 0)
                 r.fail(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
             else if (!rget && h.remote_addr != 0)
@@ -206,8 +221,10 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
         }
         case FrameType::Cts: {
             CtsHdr h{c, r.u64(), r.u64(), r.u64(), r.u64()};
-            if (payload != 0) r.fail(Error(ErrorCode::BadLength, "CTS carries no payload"));
-            if (h.offset > h.want_len) r.fail(Error(ErrorCode::BadField, "CTS offset past want_len"));
+            if (payload != 0)
+                r.fail(Error(ErrorCode::BadLength, "CTS carries no payload"));
+            if (h.offset > h.want_len)
+                r.fail(Error(ErrorCode::BadField, "CTS offset past want_len"));
             d.header = h;
             break;
         }
@@ -223,31 +240,39 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes, std::size_t p
         }
         case FrameType::Ack: {
             AckHdr h{c, r.u32(), r.u32(), r.u64()};
-            if (payload != 0) r.fail(Error(ErrorCode::BadLength, "ACK carries no payload"));
+            if (payload != 0)
+                r.fail(Error(ErrorCode::BadLength, "ACK carries no payload"));
             d.header = h;
             break;
         }
         case FrameType::Credit: {
             CreditHdr h{c, r.u64()};
-            if (payload != 0) r.fail(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
+            if (payload != 0)
+                r.fail(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
             d.header = h;
             break;
         }
     }
-    if (!r.ok()) return fail(r.error());
+    if (!r.ok())
+        return fail(r.error());
     d.payload = bytes.subspan(hsize);
     return d;
 }
 
 Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept {
     auto d = decode_header(frame, 0);
-    if (!d) return d;
-    const Common& c = std::visit([](const auto& h) -> const Common& { return h.common; }, d->header);
+    if (!d)
+        return d;
+    const Common& c =
+        std::visit([](const auto& h) -> const Common& { return h.common; }, d->header);
     if ((c.flags & kFlagPayloadCsum) != 0) {
         std::uint32_t expect = 0;
-        if (const auto* m = std::get_if<MatchHdr>(&d->header)) expect = m->match.payload_crc;
-        else if (const auto* rv = std::get_if<RndvHdr>(&d->header)) expect = rv->match.payload_crc;
-        else if (const auto* f = std::get_if<FragHdr>(&d->header)) expect = f->payload_crc;
+        if (const auto* m = std::get_if<MatchHdr>(&d->header))
+            expect = m->match.payload_crc;
+        else if (const auto* rv = std::get_if<RndvHdr>(&d->header))
+            expect = rv->match.payload_crc;
+        else if (const auto* f = std::get_if<FragHdr>(&d->header))
+            expect = f->payload_crc;
         if (crc32c(d->payload.data(), d->payload.size()) != expect)
             return fail(ErrorCode::BadChecksum, "payload checksum mismatch");
     }

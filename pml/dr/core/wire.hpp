@@ -64,10 +64,10 @@ enum class FrameType : std::uint8_t { Match = 1, Rndv = 2, Cts = 3, Frag = 4, Ac
 std::string_view to_string(FrameType t) noexcept;
 
 enum FrameFlags : std::uint16_t {
-    kFlagPayloadCsum = 0x0001,  // payload_crc is meaningful
-    kFlagSync = 0x0002,         // RNDV of a synchronous send: CTS doubles as the match ack
-    kFlagRetransmit = 0x0004,   // frame is a resend (statistics only)
-    kFlagRget = 0x0008,         // RNDV: payload is a registration handle (see above)
+    kFlagPayloadCsum = 0x0001,    // payload_crc is meaningful
+    kFlagSync = 0x0002,           // RNDV of a synchronous send: CTS doubles as the match ack
+    kFlagRetransmit = 0x0004,     // frame is a resend (statistics only)
+    kFlagRget = 0x0008,           // RNDV: payload is a registration handle (see above)
     kFlagCreditStarved = 0x0010,  // RNDV: sender is out of eager credit; report releases now
 };
 inline constexpr std::uint16_t kKnownFlags =

@@ -46,7 +46,7 @@ namespace {
 
 int dr_register() noexcept {
     return pml::dr::mca::register_params(&mca_pml_dr_component.pmlm_version) == 0 ? OMPI_SUCCESS
-                                                                                   : OMPI_ERROR;
+                                                                                  : OMPI_ERROR;
 }
 
 int dr_open() noexcept {
@@ -59,7 +59,8 @@ int dr_close() noexcept {
     return OMPI_SUCCESS;
 }
 
-mca_pml_base_module_t* dr_init(int* priority, bool enable_progress_threads, bool enable_mpi_threads) noexcept {
+mca_pml_base_module_t* dr_init(int* priority, bool enable_progress_threads,
+                               bool enable_mpi_threads) noexcept {
     pml::dr::core::Config config;
     const std::string err = pml::dr::core::validate(pml::dr::mca::raw_params(), config);
     if (!err.empty()) {
@@ -69,7 +70,8 @@ mca_pml_base_module_t* dr_init(int* priority, bool enable_progress_threads, bool
     }
     *priority = pml::dr::mca::raw_params().priority;
     if (mca_bml_base_init(enable_progress_threads, enable_mpi_threads) != OMPI_SUCCESS) {
-        plugin::common::logf(g_log, plugin::common::LogLevel::Error, "no usable BTL; declining selection");
+        plugin::common::logf(g_log, plugin::common::LogLevel::Error,
+                             "no usable BTL; declining selection");
         return nullptr;
     }
     g_initialized = true;
@@ -77,7 +79,8 @@ mca_pml_base_module_t* dr_init(int* priority, bool enable_progress_threads, bool
 }
 
 int dr_finalize() noexcept {
-    if (!g_initialized) return OMPI_SUCCESS;
+    if (!g_initialized)
+        return OMPI_SUCCESS;
     g_initialized = false;
     const int rc = mca_bml.bml_finalize();
     pml::dr::mca::module_fini();

@@ -10,8 +10,9 @@ State g_state;
 // Frames arrive from every BTL through one tag; the engine decodes and
 // validates them and calls back into the sink below.
 class Sink final : public core::EngineSink {
-public:
-    void on_match(core::Handle recv, const core::MessageInfo& info, std::span<const std::uint8_t> eager) override {
+  public:
+    void on_match(core::Handle recv, const core::MessageInfo& info,
+                  std::span<const std::uint8_t> eager) override {
         handle_match(reinterpret_cast<RecvRequest*>(recv), info, eager);
     }
     void on_cts(core::Handle send, core::PeerId, const core::CtsHdr& cts) override {
@@ -26,17 +27,20 @@ public:
         h.common = make_common(0);
         h.released_total = released_total;
         std::uint8_t buf[core::kCreditHeaderSize];
-        if (core::encode(h, buf)) send_control(peer, buf);
+        if (core::encode(h, buf))
+            send_control(peer, buf);
     }
 };
 Sink g_sink;
 
-void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des, void*) noexcept {
+void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des,
+              void*) noexcept {
     Guard g;
     const auto path = reinterpret_cast<std::uint64_t>(btl);
     const mca_btl_base_segment_t* seg = des->des_segments;
     if (des->des_segment_count == 1) {
-        state().engine->on_frame({static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len}, g_sink, path);
+        state().engine->on_frame(
+            {static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len}, g_sink, path);
         return;
     }
     // Rare: a BTL that hands us several segments. Gather them.
@@ -52,46 +56,60 @@ void btl_error(mca_btl_base_module_t* btl, int32_t, opal_proc_t* errproc, char* 
     // Without the reliability layer there is no other path to move traffic
     // to: report it; requests on that BTL complete in error through their
     // descriptors' callbacks.
-    plugin::common::logf(*state().log, plugin::common::LogLevel::Error, "BTL %s reported an error%s%s (peer %s)",
-                         btl->btl_component->btl_version.mca_component_name, info ? ": " : "", info ? info : "",
-                         errproc != nullptr ? OPAL_NAME_PRINT(errproc->proc_name) : "unknown");
+    plugin::common::logf(
+        *state().log, plugin::common::LogLevel::Error, "BTL %s reported an error%s%s (peer %s)",
+        btl->btl_component->btl_version.mca_component_name, info ? ": " : "", info ? info : "",
+        errproc != nullptr ? OPAL_NAME_PRINT(errproc->proc_name) : "unknown");
 }
 
 int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
-    if (nprocs == 0) return OMPI_SUCCESS;
+    if (nprocs == 0)
+        return OMPI_SUCCESS;
     int rc = mca_pml_base_pml_check_selected("dr", procs, nprocs);
-    if (rc != OMPI_SUCCESS) return rc;
+    if (rc != OMPI_SUCCESS)
+        return rc;
     opal_bitmap_t reachable;
     OBJ_CONSTRUCT(&reachable, opal_bitmap_t);
     rc = opal_bitmap_init(&reachable, static_cast<int>(nprocs));
-    if (rc == OMPI_SUCCESS) rc = mca_bml.bml_add_procs(nprocs, procs, &reachable);
+    if (rc == OMPI_SUCCESS)
+        rc = mca_bml.bml_add_procs(nprocs, procs, &reachable);
     OBJ_DESTRUCT(&reachable);
-    if (rc != OMPI_SUCCESS) return rc;
+    if (rc != OMPI_SUCCESS)
+        return rc;
     Guard g;
     State& s = state();
     if (!s.callbacks_registered) {
         rc = mca_bml.bml_register(kBtlTag, btl_recv, nullptr);
-        if (rc != OMPI_SUCCESS) return rc;
+        if (rc != OMPI_SUCCESS)
+            return rc;
         rc = mca_bml.bml_register_error(btl_error);
-        if (rc != OMPI_SUCCESS) return rc;
+        if (rc != OMPI_SUCCESS)
+            return rc;
         s.callbacks_registered = true;
     }
-    for (size_t i = 0; i < nprocs; ++i) (void)peer_for(procs[i]);
+    for (size_t i = 0; i < nprocs; ++i)
+        (void)peer_for(procs[i]);
     return OMPI_SUCCESS;
 }
 
-int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept { return mca_bml.bml_del_procs(nprocs, procs); }
+int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
+    return mca_bml.bml_del_procs(nprocs, procs);
+}
 
-int enable(bool) noexcept { return OMPI_SUCCESS; }
+int enable(bool) noexcept {
+    return OMPI_SUCCESS;
+}
 
 int add_comm(ompi_communicator_t* comm) noexcept {
-    if (comm->c_contextid > state().module.pml_max_contextid) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (comm->c_contextid > state().module.pml_max_contextid)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     Guard g;
     // ompi_comm_remote_size() is 0 for intracommunicators; the remote group is
     // what messages come from in both kinds.
     const int n = comm->c_remote_group->grp_proc_count;
     std::vector<core::PeerId> remote(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) remote[static_cast<std::size_t>(i)] = peer_for(ompi_comm_peer_lookup(comm, i));
+    for (int i = 0; i < n; ++i)
+        remote[static_cast<std::size_t>(i)] = peer_for(ompi_comm_peer_lookup(comm, i));
     state().engine->add_comm(comm->c_contextid, std::move(remote), g_sink);
     return OMPI_SUCCESS;
 }
@@ -105,13 +123,16 @@ int del_comm(ompi_communicator_t* comm) noexcept {
 int dump(ompi_communicator_t* comm, int) noexcept {
     Guard g;
     const core::CommMatcher* m = state().engine->comm(comm->c_contextid);
-    if (m == nullptr) return OMPI_SUCCESS;
-    opal_output(0, "[pml:dr] communicator %u: %zu posted receives, %zu unexpected messages", comm->c_contextid,
-                m->posted_count(), m->unexpected_count());
+    if (m == nullptr)
+        return OMPI_SUCCESS;
+    opal_output(0, "[pml:dr] communicator %u: %zu posted receives, %zu unexpected messages",
+                comm->c_contextid, m->posted_count(), m->unexpected_count());
     return OMPI_SUCCESS;
 }
 
-int ft_event(int) noexcept { return OMPI_ERR_NOT_SUPPORTED; }
+int ft_event(int) noexcept {
+    return OMPI_ERR_NOT_SUPPORTED;
+}
 
 int start_request(ompi_request_t* req) noexcept {
     auto* base = reinterpret_cast<mca_pml_base_request_t*>(req);
@@ -126,11 +147,7 @@ int start_request(ompi_request_t* req) noexcept {
         case MCA_PML_REQUEST_SEND: {
             auto* r = reinterpret_cast<SendRequest*>(req);
             mark_send_started(r);
-            r->wire_id = r->peer_recv_id = r->bytes_scheduled = r->bytes_target = 0;
-            r->frames_inflight = 0;
-            r->rndv = r->cts_received = r->failed = false;
-            r->rdma_btl = nullptr;
-            r->rdma_handle = nullptr;
+            reset_send_state(r);
             const int rc = start_send(r);
             if (rc != OMPI_SUCCESS) {
                 r->failed = true;
@@ -143,7 +160,8 @@ int start_request(ompi_request_t* req) noexcept {
             MCA_PML_BASE_RECV_START(&r->base);
             return start_recv(r);
         }
-        default: return OMPI_ERR_REQUEST;
+        default:
+            return OMPI_ERR_REQUEST;
     }
 }
 
@@ -179,23 +197,30 @@ mca_pml_base_module_t make_module() noexcept {
 
 }  // namespace
 
-State& state() noexcept { return g_state; }
-core::EngineSink& engine_sink() noexcept { return g_sink; }
+State& state() noexcept {
+    return g_state;
+}
+core::EngineSink& engine_sink() noexcept {
+    return g_sink;
+}
 
 int start(size_t count, ompi_request_t** requests) noexcept {
     Guard g;
     int rc = OMPI_SUCCESS;
     for (size_t i = 0; i < count; ++i) {
-        if (requests[i] == nullptr || requests[i]->req_type != OMPI_REQUEST_PML) continue;
+        if (requests[i] == nullptr || requests[i]->req_type != OMPI_REQUEST_PML)
+            continue;
         const int r = start_request(requests[i]);
-        if (r != OMPI_SUCCESS) rc = r;
+        if (r != OMPI_SUCCESS)
+            rc = r;
     }
     return rc;
 }
 
 int progress() noexcept {
     State& s = state();
-    if (s.pending.empty()) return 0;
+    if (s.pending.empty())
+        return 0;
     Guard g;
     int done = 0;
     // Retry work that ran out of BTL resources, oldest first; stop at the
@@ -212,13 +237,15 @@ int progress() noexcept {
     return done;
 }
 
-mca_pml_base_module_t* module_init(const core::Config& config, plugin::common::OpalLogSink& log) noexcept {
+mca_pml_base_module_t* module_init(const core::Config& config,
+                                   plugin::common::OpalLogSink& log) noexcept {
     State& s = g_state;
     s.config = config;
     s.log = &log;
     s.engine = std::make_unique<core::Engine>(config, log);
     OBJ_CONSTRUCT(&s.lock, opal_recursive_mutex_t);
-    if (requests_init() != OMPI_SUCCESS) return nullptr;
+    if (requests_init() != OMPI_SUCCESS)
+        return nullptr;
     s.module = make_module();
     return &s.module;
 }
@@ -227,21 +254,26 @@ mca_pml_base_module_t* module_init(const core::Config& config, plugin::common::O
 // saw (the reliability counters join it with the reliability layer).
 void print_stats() noexcept {
     const State& s = g_state;
-    if (!s.config.stats || !s.engine) return;
+    if (!s.config.stats || !s.engine)
+        return;
     const core::RxCounters& rx = s.engine->rx();
-    opal_output(0,
-                "[pml:dr] stats %s: frames_in=%llu bytes_in=%llu decode_errors=%llu checksum_errors=%llu "
-                "unknown_peer=%llu bad_rank=%llu unknown_request=%llu duplicates=%llu parked=%llu "
-                "parked_dropped=%llu bad_credit=%llu unexpected_peak_bytes=%zu eager_window=%llu",
-                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(rx.frames),
-                static_cast<unsigned long long>(rx.bytes), static_cast<unsigned long long>(rx.decode_errors),
-                static_cast<unsigned long long>(rx.checksum_errors), static_cast<unsigned long long>(rx.unknown_peer),
-                static_cast<unsigned long long>(rx.bad_rank), static_cast<unsigned long long>(rx.unknown_request),
-                static_cast<unsigned long long>(rx.duplicates),
-                static_cast<unsigned long long>(rx.pending_unknown_comm),
-                static_cast<unsigned long long>(rx.dropped_unknown_comm),
-                static_cast<unsigned long long>(rx.bad_credit), s.engine->held_peak(),
-                static_cast<unsigned long long>(s.engine->eager_window()));
+    opal_output(
+        0,
+        "[pml:dr] stats %s: frames_in=%llu bytes_in=%llu decode_errors=%llu checksum_errors=%llu "
+        "unknown_peer=%llu bad_rank=%llu unknown_request=%llu duplicates=%llu parked=%llu "
+        "parked_dropped=%llu bad_credit=%llu unexpected_peak_bytes=%zu eager_window=%llu",
+        OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(rx.frames),
+        static_cast<unsigned long long>(rx.bytes),
+        static_cast<unsigned long long>(rx.decode_errors),
+        static_cast<unsigned long long>(rx.checksum_errors),
+        static_cast<unsigned long long>(rx.unknown_peer),
+        static_cast<unsigned long long>(rx.bad_rank),
+        static_cast<unsigned long long>(rx.unknown_request),
+        static_cast<unsigned long long>(rx.duplicates),
+        static_cast<unsigned long long>(rx.pending_unknown_comm),
+        static_cast<unsigned long long>(rx.dropped_unknown_comm),
+        static_cast<unsigned long long>(rx.bad_credit), s.engine->held_peak(),
+        static_cast<unsigned long long>(s.engine->eager_window()));
 }
 
 int module_fini() noexcept {
@@ -252,7 +284,8 @@ int module_fini() noexcept {
     OBJ_DESTRUCT(&s.lock);
     s.engine.reset();
     for (ompi_proc_t* proc : s.proc_of_peer)
-        if (proc != nullptr) proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = nullptr;
+        if (proc != nullptr)
+            proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = nullptr;
     s.proc_of_peer.clear();
     return OMPI_SUCCESS;
 }

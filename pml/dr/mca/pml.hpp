@@ -26,15 +26,15 @@ struct SendRequest {
     mca_pml_base_send_request_t base;
     core::PeerId peer;
     mca_bml_base_endpoint_t* endpoint;
-    std::uint64_t wire_id;         // id given to the peer in RNDV (0: none)
-    std::uint64_t peer_recv_id;    // receiver's id from CTS
-    std::uint64_t bytes_scheduled; // handed to BTLs (rendezvous frags)
-    std::uint64_t bytes_target;    // want_len from CTS
-    std::uint32_t frames_inflight; // descriptors not yet locally completed
+    std::uint64_t wire_id;          // id given to the peer in RNDV (0: none)
+    std::uint64_t peer_recv_id;     // receiver's id from CTS
+    std::uint64_t bytes_scheduled;  // handed to BTLs (rendezvous frags)
+    std::uint64_t bytes_target;     // want_len from CTS
+    std::uint32_t frames_inflight;  // descriptors not yet locally completed
     bool rndv;
     bool cts_received;
     bool failed;
-    bool scheduling;               // inside schedule_frags: completions only note progress
+    bool scheduling;  // inside schedule_frags: completions only note progress
     // RGET: the BTL and registration the receiver reads our buffer through.
     mca_bml_base_btl_t* rdma_btl;
     mca_btl_base_registration_handle_t* rdma_handle;
@@ -52,7 +52,7 @@ struct RecvRequest {
     // copy), our local registration, the BTL used.
     std::uint32_t gets_outstanding;
     bool get_failed;
-    std::uint64_t send_req;        // sender's id, for the final CTS
+    std::uint64_t send_req;  // sender's id, for the final CTS
     void* remote_handle;
     mca_btl_base_registration_handle_t* local_handle;
     mca_bml_base_btl_t* rdma_btl;
@@ -79,7 +79,7 @@ core::EngineSink& engine_sink() noexcept;
 
 // RAII lock over the module mutex (a no-op unless threads are in use).
 class Guard {
-public:
+  public:
     Guard() noexcept { OPAL_THREAD_LOCK(&state().lock); }
     ~Guard() { OPAL_THREAD_UNLOCK(&state().lock); }
     Guard(const Guard&) = delete;
@@ -91,6 +91,9 @@ int requests_init() noexcept;
 void requests_fini() noexcept;
 SendRequest* alloc_send() noexcept;
 RecvRequest* alloc_recv() noexcept;
+// Our per-request state back to "nothing started" (allocation, MPI_Start).
+void reset_send_state(SendRequest* r) noexcept;
+void reset_recv_state(RecvRequest* r) noexcept;
 // MCA_PML_BASE_SEND_START without its RESET part, which names a variable
 // that only exists inside ob1.
 void mark_send_started(SendRequest* r) noexcept;
@@ -107,7 +110,8 @@ int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
 int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
          mca_pml_base_send_mode_t mode, ompi_communicator_t* comm) noexcept;
 int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
-               mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept;
+               mca_pml_base_send_mode_t mode, ompi_communicator_t* comm,
+               ompi_request_t** req) noexcept;
 // Sends a small control frame (CTS) to a peer; retried from progress on busy.
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept;
 core::Common make_common(std::uint16_t flags) noexcept;
@@ -117,22 +121,26 @@ core::Common make_common(std::uint16_t flags) noexcept;
 bool rget_prepare(SendRequest* r) noexcept;
 void rget_release_send(SendRequest* r) noexcept;
 // Receiver side: starts the gets; false: the caller falls back to CTS/FRAGs.
-bool rget_start(RecvRequest* r, const core::MessageInfo& info, std::span<const std::uint8_t> handle) noexcept;
+bool rget_start(RecvRequest* r, const core::MessageInfo& info,
+                std::span<const std::uint8_t> handle) noexcept;
 void rget_release_recv(RecvRequest* r) noexcept;
 // Sends a CTS for a matched RNDV.
 void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noexcept;
 
 // recv.cpp
 int start_recv(RecvRequest* r) noexcept;
-void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const std::uint8_t> eager) noexcept;
-void handle_frag(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> payload) noexcept;
+void handle_match(RecvRequest* r, const core::MessageInfo& info,
+                  std::span<const std::uint8_t> eager) noexcept;
+void handle_frag(RecvRequest* r, std::uint64_t offset,
+                 std::span<const std::uint8_t> payload) noexcept;
 int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
           ompi_request_t** req) noexcept;
 int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
          ompi_status_public_t* status) noexcept;
-int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
-               ompi_request_t** req) noexcept;
-int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_status_public_t* status) noexcept;
+int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag,
+               ompi_communicator_t* comm, ompi_request_t** req) noexcept;
+int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched,
+           ompi_status_public_t* status) noexcept;
 int probe(int src, int tag, ompi_communicator_t* comm, ompi_status_public_t* status) noexcept;
 int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_message_t** message,
             ompi_status_public_t* status) noexcept;
@@ -144,7 +152,8 @@ int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message
           ompi_status_public_t* status) noexcept;
 
 // module.cpp
-mca_pml_base_module_t* module_init(const core::Config& config, plugin::common::OpalLogSink& log) noexcept;
+mca_pml_base_module_t* module_init(const core::Config& config,
+                                   plugin::common::OpalLogSink& log) noexcept;
 int module_fini() noexcept;
 int progress() noexcept;
 int start(size_t count, ompi_request_t** requests) noexcept;

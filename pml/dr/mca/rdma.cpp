@@ -15,25 +15,29 @@ namespace {
 
 bool csum_wanted(const mca_btl_base_module_t* btl) noexcept {
     switch (state().config.csum) {
-        case core::CsumMode::Always: return true;
-        case core::CsumMode::Never: return false;
-        case core::CsumMode::Auto: return (btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
+        case core::CsumMode::Always:
+            return true;
+        case core::CsumMode::Never:
+            return false;
+        case core::CsumMode::Auto:
+            return (btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
     }
     return true;
 }
 
 bool get_capable(const mca_bml_base_btl_t* bb) noexcept {
     const mca_btl_base_module_t* btl = bb->btl;
-    return (btl->btl_flags & MCA_BTL_FLAGS_GET) != 0 && btl->btl_get != nullptr && btl->btl_get_limit > 0 &&
-           !csum_wanted(btl);
+    return (btl->btl_flags & MCA_BTL_FLAGS_GET) != 0 && btl->btl_get != nullptr &&
+           btl->btl_get_limit > 0 && !csum_wanted(btl);
 }
 
-void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*, mca_btl_base_registration_handle_t*,
-              void* context, void*, int status) noexcept;
+void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*,
+              mca_btl_base_registration_handle_t*, void* context, void*, int status) noexcept;
 
 // Issues gets for [from, to) of the message in btl_get_limit pieces. Sets
 // `from` to where it stopped when the BTL runs out of resources.
-int issue_gets(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t& from, std::uint64_t to) noexcept {
+int issue_gets(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t& from,
+               std::uint64_t to) noexcept {
     mca_bml_base_btl_t* bb = r->rdma_btl;
     void* local = nullptr;
     size_t zero = 0;
@@ -43,9 +47,10 @@ int issue_gets(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t& from, s
     while (from < to) {
         const std::uint64_t len = std::min(limit, to - from);
         ++r->gets_outstanding;
-        const int rc = mca_bml_base_get(bb, static_cast<char*>(local) + from, remote_addr + from, r->local_handle,
-                                        static_cast<mca_btl_base_registration_handle_t*>(r->remote_handle),
-                                        static_cast<size_t>(len), 0, MCA_BTL_NO_ORDER, get_done, r);
+        const int rc = mca_bml_base_get(
+            bb, static_cast<char*>(local) + from, remote_addr + from, r->local_handle,
+            static_cast<mca_btl_base_registration_handle_t*>(r->remote_handle),
+            static_cast<size_t>(len), 0, MCA_BTL_NO_ORDER, get_done, r);
         if (rc < 0) {
             --r->gets_outstanding;
             return rc;
@@ -57,13 +62,15 @@ int issue_gets(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t& from, s
 
 // The issuing side holds one count on gets_outstanding until every get is
 // issued, so completions cannot finish the request early; this drops it.
-void issue_all_then_release(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t from) noexcept {
+void issue_all_then_release(RecvRequest* r, std::uint64_t remote_addr,
+                            std::uint64_t from) noexcept {
     const int rc = issue_gets(r, remote_addr, from, r->bytes_expected);
     if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
         state().pending.emplace_back([r, remote_addr, from] {
             std::uint64_t at = from;
             const int again = issue_gets(r, remote_addr, at, r->bytes_expected);
-            if (again == OMPI_ERR_OUT_OF_RESOURCE && at == from) return false;
+            if (again == OMPI_ERR_OUT_OF_RESOURCE && at == from)
+                return false;
             if (again == OMPI_ERR_OUT_OF_RESOURCE) {
                 issue_all_then_release(r, remote_addr, at);  // progress made: queue the rest
                 return true;
@@ -76,17 +83,21 @@ void issue_all_then_release(RecvRequest* r, std::uint64_t remote_addr, std::uint
     get_done(nullptr, nullptr, nullptr, nullptr, nullptr, r, rc);
 }
 
-void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*, mca_btl_base_registration_handle_t*,
-              void* context, void* cbdata, int status) noexcept {
+void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*,
+              mca_btl_base_registration_handle_t*, void* context, void* cbdata,
+              int status) noexcept {
     Guard g;
     auto* r = static_cast<RecvRequest*>(cbdata != nullptr ? cbdata : context);
     --r->gets_outstanding;
-    if (status != OMPI_SUCCESS) r->get_failed = true;
-    if (r->gets_outstanding != 0) return;
+    if (status != OMPI_SUCCESS)
+        r->get_failed = true;
+    if (r->gets_outstanding != 0)
+        return;
     if (r->get_failed) {
         // Fall back to having the sender push everything as FRAGs.
         r->bytes_received = 0;
-        r->wire_id = state().engine->register_recv(reinterpret_cast<core::Handle>(r), r->peer, r->bytes_expected);
+        r->wire_id = state().engine->register_recv(reinterpret_cast<core::Handle>(r), r->peer,
+                                                   r->bytes_expected);
         send_cts(r, r->send_req, 0);
         return;
     }
@@ -99,21 +110,26 @@ void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*, mca_btl_b
 
 bool rget_prepare(SendRequest* r) noexcept {
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
-    if (opal_convertor_need_buffers(conv)) return false;
+    if (opal_convertor_need_buffers(conv))
+        return false;
     mca_bml_base_endpoint_t* ep = r->endpoint;
     const size_t n = mca_bml_base_btl_array_get_size(&ep->btl_rdma);
     for (size_t i = 0; i < n; ++i) {
         mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(&ep->btl_rdma, i);
-        if (!get_capable(bb)) continue;
-        if (bb->btl->btl_registration_handle_size > 4096) continue;
+        if (!get_capable(bb))
+            continue;
+        if (bb->btl->btl_registration_handle_size > 4096)
+            continue;
         void* addr = nullptr;
         size_t zero = 0;
         opal_convertor_set_position(conv, &zero);
         opal_convertor_get_current_pointer(conv, &addr);
         mca_btl_base_registration_handle_t* handle = nullptr;
         if (bb->btl->btl_register_mem != nullptr) {
-            mca_bml_base_register_mem(bb, addr, r->base.req_bytes_packed, MCA_BTL_REG_FLAG_REMOTE_READ, &handle);
-            if (handle == nullptr) continue;
+            mca_bml_base_register_mem(bb, addr, r->base.req_bytes_packed,
+                                      MCA_BTL_REG_FLAG_REMOTE_READ, &handle);
+            if (handle == nullptr)
+                continue;
         }
         r->rdma_btl = bb;
         r->rdma_handle = handle;
@@ -123,38 +139,47 @@ bool rget_prepare(SendRequest* r) noexcept {
 }
 
 void rget_release_send(SendRequest* r) noexcept {
-    if (r->rdma_handle != nullptr) mca_bml_base_deregister_mem(r->rdma_btl, r->rdma_handle);
+    if (r->rdma_handle != nullptr)
+        mca_bml_base_deregister_mem(r->rdma_btl, r->rdma_handle);
     r->rdma_handle = nullptr;
     r->rdma_btl = nullptr;
 }
 
-bool rget_start(RecvRequest* r, const core::MessageInfo& info, std::span<const std::uint8_t> handle) noexcept {
+bool rget_start(RecvRequest* r, const core::MessageInfo& info,
+                std::span<const std::uint8_t> handle) noexcept {
     State& s = state();
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
-    if (r->bytes_expected == 0 || opal_convertor_need_buffers(conv)) return false;
+    if (r->bytes_expected == 0 || opal_convertor_need_buffers(conv))
+        return false;
     ompi_proc_t* proc = info.peer < s.proc_of_peer.size() ? s.proc_of_peer[info.peer] : nullptr;
     mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
-    if (ep == nullptr) return false;
+    if (ep == nullptr)
+        return false;
     // The handle belongs to the BTL the RNDV came on: get through that one.
     const auto* arrived = reinterpret_cast<const mca_btl_base_module_t*>(info.path);
     mca_bml_base_btl_t* bb = nullptr;
     const size_t n = mca_bml_base_btl_array_get_size(&ep->btl_rdma);
     for (size_t i = 0; i < n && bb == nullptr; ++i) {
         mca_bml_base_btl_t* cand = mca_bml_base_btl_array_get_index(&ep->btl_rdma, i);
-        if (cand->btl == arrived && get_capable(cand)) bb = cand;
+        if (cand->btl == arrived && get_capable(cand))
+            bb = cand;
     }
-    if (bb == nullptr || handle.size() != bb->btl->btl_registration_handle_size) return false;
+    if (bb == nullptr || handle.size() != bb->btl->btl_registration_handle_size)
+        return false;
     r->rdma_btl = bb;
     r->send_req = info.send_req;
     if (!handle.empty()) {
         r->remote_handle = std::malloc(handle.size());
-        if (r->remote_handle == nullptr) return false;
+        if (r->remote_handle == nullptr)
+            return false;
         std::memcpy(r->remote_handle, handle.data(), handle.size());
     }
-    if (bb->btl->btl_register_mem != nullptr && r->bytes_expected > bb->btl->btl_get_local_registration_threshold) {
+    if (bb->btl->btl_register_mem != nullptr &&
+        r->bytes_expected > bb->btl->btl_get_local_registration_threshold) {
         void* local = nullptr;
         opal_convertor_get_current_pointer(conv, &local);
-        mca_bml_base_register_mem(bb, local, r->bytes_expected, MCA_BTL_REG_FLAG_LOCAL_WRITE, &r->local_handle);
+        mca_bml_base_register_mem(bb, local, r->bytes_expected, MCA_BTL_REG_FLAG_LOCAL_WRITE,
+                                  &r->local_handle);
         if (r->local_handle == nullptr) {
             rget_release_recv(r);
             return false;
@@ -166,7 +191,8 @@ bool rget_start(RecvRequest* r, const core::MessageInfo& info, std::span<const s
 }
 
 void rget_release_recv(RecvRequest* r) noexcept {
-    if (r->local_handle != nullptr) mca_bml_base_deregister_mem(r->rdma_btl, r->local_handle);
+    if (r->local_handle != nullptr)
+        mca_bml_base_deregister_mem(r->rdma_btl, r->local_handle);
     r->local_handle = nullptr;
     std::free(r->remote_handle);
     r->remote_handle = nullptr;

@@ -6,15 +6,17 @@
 namespace pml::dr::mca {
 namespace {
 
-core::Handle handle_of(RecvRequest* r) noexcept { return reinterpret_cast<core::Handle>(r); }
+core::Handle handle_of(RecvRequest* r) noexcept {
+    return reinterpret_cast<core::Handle>(r);
+}
 
 void prepare_convertor(RecvRequest* r, ompi_proc_t* proc) noexcept {
     mca_pml_base_request_t& b = r->base.req_base;
     b.req_proc = proc;
     r->base.req_bytes_packed = 0;
     if (b.req_datatype->super.size != 0 && b.req_count != 0) {
-        opal_convertor_copy_and_prepare_for_recv(proc->super.proc_convertor, &b.req_datatype->super, b.req_count,
-                                                 b.req_addr, 0, &b.req_convertor);
+        opal_convertor_copy_and_prepare_for_recv(proc->super.proc_convertor, &b.req_datatype->super,
+                                                 b.req_count, b.req_addr, 0, &b.req_convertor);
         opal_convertor_get_packed_size(&b.req_convertor, &r->base.req_bytes_packed);
     }
 }
@@ -22,7 +24,8 @@ void prepare_convertor(RecvRequest* r, ompi_proc_t* proc) noexcept {
 // Unpacks bytes that belong at `offset` of the message; anything past the
 // accepted length (a truncated receive) is dropped.
 void unpack(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> data) noexcept {
-    if (data.empty() || offset >= r->bytes_expected) return;
+    if (data.empty() || offset >= r->bytes_expected)
+        return;
     const std::size_t len =
         static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), r->bytes_expected - offset));
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
@@ -36,7 +39,8 @@ void unpack(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> 
 }
 
 void fill_status(ompi_status_public_t* status, const core::MessageInfo& info) noexcept {
-    if (status == nullptr) return;
+    if (status == nullptr)
+        return;
     status->MPI_SOURCE = info.src;
     status->MPI_TAG = info.tag;
     status->MPI_ERROR = OMPI_SUCCESS;
@@ -50,7 +54,8 @@ core::CommMatcher* matcher_of(ompi_communicator_t* comm) noexcept {
 
 }  // namespace
 
-void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const std::uint8_t> eager) noexcept {
+void handle_match(RecvRequest* r, const core::MessageInfo& info,
+                  std::span<const std::uint8_t> eager) noexcept {
     State& s = state();
     r->matched = true;
     r->peer = info.peer;
@@ -67,7 +72,8 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const
     r->bytes_expected = std::min<std::uint64_t>(info.msg_len, r->base.req_bytes_packed);
     if (info.rget) {
         // The payload is the sender's registration handle, not data.
-        if (rget_start(r, info, eager)) return;
+        if (rget_start(r, info, eager))
+            return;
         r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
         send_cts(r, info.send_req, 0);
         return;
@@ -79,9 +85,11 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info, std::span<const
     }
     // RNDV: tell the sender where to resume (and, for Ssend, that we matched).
     const bool done = r->bytes_received >= r->bytes_expected;
-    if (!done) r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
+    if (!done)
+        r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
     send_cts(r, info.send_req, std::min<std::uint64_t>(eager.size(), r->bytes_expected));
-    if (done) recv_complete(r, OMPI_SUCCESS);
+    if (done)
+        recv_complete(r, OMPI_SUCCESS);
 }
 
 void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noexcept {
@@ -92,28 +100,28 @@ void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noex
     cts.offset = offset;
     cts.want_len = r->bytes_expected;
     std::uint8_t buf[core::kCtsHeaderSize];
-    if (core::encode(cts, buf)) send_control(r->peer, buf);
+    if (core::encode(cts, buf))
+        send_control(r->peer, buf);
 }
 
-void handle_frag(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> payload) noexcept {
-    if (r->base.req_base.req_pml_complete) return;
+void handle_frag(RecvRequest* r, std::uint64_t offset,
+                 std::span<const std::uint8_t> payload) noexcept {
+    if (r->base.req_base.req_pml_complete)
+        return;
     unpack(r, offset, payload);
-    if (r->bytes_received >= r->bytes_expected) recv_complete(r, OMPI_SUCCESS);
+    if (r->bytes_received >= r->bytes_expected)
+        recv_complete(r, OMPI_SUCCESS);
 }
 
 int start_recv(RecvRequest* r) noexcept {
     mca_pml_base_request_t& b = r->base.req_base;
-    r->matched = false;
-    r->wire_id = 0;
-    r->bytes_expected = 0;
-    r->bytes_received = 0;
-    r->msg_len = 0;
-    r->gets_outstanding = 0;
-    r->get_failed = false;
-    if (matcher_of(b.req_comm) == nullptr) return OMPI_ERR_BAD_PARAM;
-    core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r), b.req_peer, b.req_tag,
-                                                         engine_sink());
-    if (msg) handle_match(r, msg->info, msg->data);
+    reset_recv_state(r);
+    if (matcher_of(b.req_comm) == nullptr)
+        return OMPI_ERR_BAD_PARAM;
+    core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r),
+                                                        b.req_peer, b.req_tag, engine_sink());
+    if (msg)
+        handle_match(r, msg->info, msg->data);
     return OMPI_SUCCESS;
 }
 
@@ -121,7 +129,8 @@ int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_c
           ompi_request_t** req) noexcept {
     Guard g;
     RecvRequest* r = alloc_recv();
-    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (r == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     MCA_PML_BASE_RECV_REQUEST_INIT(&r->base, buf, count, dt, src, tag, comm, false);
     MCA_PML_BASE_RECV_START(&r->base);
     *req = &r->base.req_base.req_ompi;
@@ -139,30 +148,35 @@ int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_co
          ompi_status_public_t* status) noexcept {
     ompi_request_t* req = nullptr;
     int rc = irecv(buf, count, dt, src, tag, comm, &req);
-    if (rc != OMPI_SUCCESS) return rc;
+    if (rc != OMPI_SUCCESS)
+        return rc;
     ompi_request_wait_completion(req);
-    if (status != nullptr) *status = req->req_status;
+    if (status != nullptr)
+        *status = req->req_status;
     rc = req->req_status.MPI_ERROR;
     ompi_request_free(&req);
     return rc;
 }
 
-int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
-               ompi_request_t** req) noexcept {
+int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag,
+               ompi_communicator_t* comm, ompi_request_t** req) noexcept {
     Guard g;
     RecvRequest* r = alloc_recv();
-    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (r == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     MCA_PML_BASE_RECV_REQUEST_INIT(&r->base, buf, count, dt, src, tag, comm, true);
     r->base.req_base.req_pml_complete = true;  // inactive until MPI_Start
     *req = &r->base.req_base.req_ompi;
     return OMPI_SUCCESS;
 }
 
-int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_status_public_t* status) noexcept {
+int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched,
+           ompi_status_public_t* status) noexcept {
     {
         Guard g;
         core::CommMatcher* m = matcher_of(comm);
-        if (m == nullptr) return OMPI_ERR_BAD_PARAM;
+        if (m == nullptr)
+            return OMPI_ERR_BAD_PARAM;
         if (const core::Unexpected* u = m->peek(src, tag)) {
             fill_status(status, u->info);
             *matched = 1;
@@ -178,7 +192,8 @@ int probe(int src, int tag, ompi_communicator_t* comm, ompi_status_public_t* sta
     int matched = 0;
     for (;;) {
         const int rc = iprobe(src, tag, comm, &matched, status);
-        if (rc != OMPI_SUCCESS || matched) return rc;
+        if (rc != OMPI_SUCCESS || matched)
+            return rc;
     }
 }
 
@@ -186,11 +201,14 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
             ompi_status_public_t* status) noexcept {
     {
         Guard g;
-        if (matcher_of(comm) == nullptr) return OMPI_ERR_BAD_PARAM;
-        core::UnexpectedPtr u = state().engine->take_unexpected(comm->c_contextid, src, tag, engine_sink());
+        if (matcher_of(comm) == nullptr)
+            return OMPI_ERR_BAD_PARAM;
+        core::UnexpectedPtr u =
+            state().engine->take_unexpected(comm->c_contextid, src, tag, engine_sink());
         if (u) {
             ompi_message_t* msg = ompi_message_alloc();
-            if (msg == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+            if (msg == nullptr)
+                return OMPI_ERR_OUT_OF_RESOURCE;
             fill_status(status, u->info);
             msg->comm = comm;
             msg->peer = u->info.src;
@@ -212,11 +230,13 @@ int mprobe(int src, int tag, ompi_communicator_t* comm, ompi_message_t** message
     int matched = 0;
     for (;;) {
         const int rc = improbe(src, tag, comm, &matched, message, status);
-        if (rc != OMPI_SUCCESS || matched) return rc;
+        if (rc != OMPI_SUCCESS || matched)
+            return rc;
     }
 }
 
-int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message, ompi_request_t** req) noexcept {
+int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message,
+           ompi_request_t** req) noexcept {
     Guard g;
     ompi_message_t* msg = *message;
     std::unique_ptr<core::Unexpected> u(static_cast<core::Unexpected*>(msg->req_ptr));
@@ -229,13 +249,6 @@ int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** messag
     ompi_communicator_t* comm = msg->comm;
     MCA_PML_BASE_RECV_REQUEST_INIT(&r->base, buf, count, dt, u->info.src, u->info.tag, comm, false);
     MCA_PML_BASE_RECV_START(&r->base);
-    r->matched = false;
-    r->wire_id = 0;
-    r->bytes_expected = 0;
-    r->bytes_received = 0;
-    r->msg_len = 0;
-    r->gets_outstanding = 0;
-    r->get_failed = false;
     *req = &r->base.req_base.req_ompi;
     ompi_message_return(msg);
     *message = &ompi_message_null.message;
@@ -247,9 +260,11 @@ int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message
           ompi_status_public_t* status) noexcept {
     ompi_request_t* req = nullptr;
     int rc = imrecv(buf, count, dt, message, &req);
-    if (rc != OMPI_SUCCESS) return rc;
+    if (rc != OMPI_SUCCESS)
+        return rc;
     ompi_request_wait_completion(req);
-    if (status != nullptr) *status = req->req_status;
+    if (status != nullptr)
+        *status = req->req_status;
     rc = req->req_status.MPI_ERROR;
     ompi_request_free(&req);
     return rc;

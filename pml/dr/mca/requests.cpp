@@ -7,11 +7,15 @@ namespace pml::dr::mca {
 namespace {
 
 int send_free(ompi_request_t** request) noexcept;
-int send_cancel(ompi_request_t*, int) noexcept { return OMPI_SUCCESS; }  // sends are never cancelled
+int send_cancel(ompi_request_t*, int) noexcept {
+    return OMPI_SUCCESS;
+}  // sends are never cancelled
 int recv_free(ompi_request_t** request) noexcept;
 int recv_cancel(ompi_request_t* request, int complete) noexcept;
 
-int start_cb(size_t count, ompi_request_t** requests) noexcept { return start(count, requests); }
+int start_cb(size_t count, ompi_request_t** requests) noexcept {
+    return start(count, requests);
+}
 
 void send_construct(SendRequest* r) noexcept {
     r->base.req_base.req_ompi.req_start = start_cb;
@@ -24,12 +28,24 @@ void recv_construct(RecvRequest* r) noexcept {
     r->base.req_base.req_ompi.req_cancel = recv_cancel;
 }
 
-opal_class_t send_request_class = {
-    "pml_dr_send_request_t", OBJ_CLASS(mca_pml_base_send_request_t),
-    reinterpret_cast<opal_construct_t>(send_construct), nullptr, 0, 0, nullptr, nullptr, sizeof(SendRequest)};
-opal_class_t recv_request_class = {
-    "pml_dr_recv_request_t", OBJ_CLASS(mca_pml_base_recv_request_t),
-    reinterpret_cast<opal_construct_t>(recv_construct), nullptr, 0, 0, nullptr, nullptr, sizeof(RecvRequest)};
+opal_class_t send_request_class = {"pml_dr_send_request_t",
+                                   OBJ_CLASS(mca_pml_base_send_request_t),
+                                   reinterpret_cast<opal_construct_t>(send_construct),
+                                   nullptr,
+                                   0,
+                                   0,
+                                   nullptr,
+                                   nullptr,
+                                   sizeof(SendRequest)};
+opal_class_t recv_request_class = {"pml_dr_recv_request_t",
+                                   OBJ_CLASS(mca_pml_base_recv_request_t),
+                                   reinterpret_cast<opal_construct_t>(recv_construct),
+                                   nullptr,
+                                   0,
+                                   0,
+                                   nullptr,
+                                   nullptr,
+                                   sizeof(RecvRequest)};
 
 void return_send(SendRequest* r) noexcept {
     MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
@@ -45,7 +61,8 @@ int send_free(ompi_request_t** request) noexcept {
     auto* r = reinterpret_cast<SendRequest*>(*request);
     if (!r->base.req_base.req_free_called) {
         r->base.req_base.req_free_called = true;
-        if (r->base.req_base.req_pml_complete) return_send(r);
+        if (r->base.req_base.req_pml_complete)
+            return_send(r);
     }
     *request = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
@@ -56,7 +73,8 @@ int recv_free(ompi_request_t** request) noexcept {
     auto* r = reinterpret_cast<RecvRequest*>(*request);
     if (!r->base.req_base.req_free_called) {
         r->base.req_base.req_free_called = true;
-        if (r->base.req_base.req_pml_complete) return_recv(r);
+        if (r->base.req_base.req_pml_complete)
+            return_recv(r);
     }
     *request = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
@@ -65,9 +83,11 @@ int recv_free(ompi_request_t** request) noexcept {
 int recv_cancel(ompi_request_t* request, int) noexcept {
     Guard g;
     auto* r = reinterpret_cast<RecvRequest*>(request);
-    if (r->matched || r->base.req_base.req_pml_complete) return OMPI_SUCCESS;  // too late
+    if (r->matched || r->base.req_base.req_pml_complete)
+        return OMPI_SUCCESS;  // too late
     core::CommMatcher* m = state().engine->comm(r->base.req_base.req_comm->c_contextid);
-    if (m == nullptr || !m->cancel(reinterpret_cast<core::Handle>(r))) return OMPI_SUCCESS;
+    if (m == nullptr || !m->cancel(reinterpret_cast<core::Handle>(r)))
+        return OMPI_SUCCESS;
     request->req_status._cancelled = true;
     r->base.req_base.req_pml_complete = true;
     ompi_request_complete(request, true);
@@ -81,12 +101,13 @@ int requests_init() noexcept {
     OBJ_CONSTRUCT(&s.send_requests, opal_free_list_t);
     OBJ_CONSTRUCT(&s.recv_requests, opal_free_list_t);
     int rc = opal_free_list_init(&s.send_requests, sizeof(SendRequest), opal_cache_line_size,
-                                 &send_request_class, 0, opal_cache_line_size, 16, -1, 64, nullptr, 0,
-                                 nullptr, nullptr, nullptr);
-    if (rc != OPAL_SUCCESS) return rc;
+                                 &send_request_class, 0, opal_cache_line_size, 16, -1, 64, nullptr,
+                                 0, nullptr, nullptr, nullptr);
+    if (rc != OPAL_SUCCESS)
+        return rc;
     return opal_free_list_init(&s.recv_requests, sizeof(RecvRequest), opal_cache_line_size,
-                               &recv_request_class, 0, opal_cache_line_size, 16, -1, 64, nullptr, 0, nullptr,
-                               nullptr, nullptr);
+                               &recv_request_class, 0, opal_cache_line_size, 16, -1, 64, nullptr, 0,
+                               nullptr, nullptr, nullptr);
 }
 
 void requests_fini() noexcept {
@@ -94,10 +115,7 @@ void requests_fini() noexcept {
     OBJ_DESTRUCT(&state().recv_requests);
 }
 
-SendRequest* alloc_send() noexcept {
-    auto* r = reinterpret_cast<SendRequest*>(opal_free_list_get(&state().send_requests));
-    if (r == nullptr) return nullptr;
-    r->base.req_base.req_type = MCA_PML_REQUEST_SEND;
+void reset_send_state(SendRequest* r) noexcept {
     r->peer = 0;
     r->endpoint = nullptr;
     r->wire_id = 0;
@@ -111,13 +129,18 @@ SendRequest* alloc_send() noexcept {
     r->scheduling = false;
     r->rdma_btl = nullptr;
     r->rdma_handle = nullptr;
+}
+
+SendRequest* alloc_send() noexcept {
+    auto* r = reinterpret_cast<SendRequest*>(opal_free_list_get(&state().send_requests));
+    if (r == nullptr)
+        return nullptr;
+    r->base.req_base.req_type = MCA_PML_REQUEST_SEND;
+    reset_send_state(r);
     return r;
 }
 
-RecvRequest* alloc_recv() noexcept {
-    auto* r = reinterpret_cast<RecvRequest*>(opal_free_list_get(&state().recv_requests));
-    if (r == nullptr) return nullptr;
-    r->base.req_base.req_type = MCA_PML_REQUEST_RECV;
+void reset_recv_state(RecvRequest* r) noexcept {
     r->peer = 0;
     r->wire_id = 0;
     r->bytes_expected = 0;
@@ -130,6 +153,14 @@ RecvRequest* alloc_recv() noexcept {
     r->remote_handle = nullptr;
     r->local_handle = nullptr;
     r->rdma_btl = nullptr;
+}
+
+RecvRequest* alloc_recv() noexcept {
+    auto* r = reinterpret_cast<RecvRequest*>(opal_free_list_get(&state().recv_requests));
+    if (r == nullptr)
+        return nullptr;
+    r->base.req_base.req_type = MCA_PML_REQUEST_RECV;
+    reset_recv_state(r);
     return r;
 }
 
@@ -147,7 +178,8 @@ void mark_send_started(SendRequest* r) noexcept {
 
 void send_mpi_complete(SendRequest* r, int error) noexcept {
     ompi_request_t* req = &r->base.req_base.req_ompi;
-    if (REQUEST_COMPLETE(req)) return;
+    if (REQUEST_COMPLETE(req))
+        return;
     req->req_status.MPI_SOURCE = r->base.req_base.req_comm->c_my_rank;
     req->req_status.MPI_TAG = r->base.req_base.req_tag;
     req->req_status.MPI_ERROR = error;
@@ -156,7 +188,8 @@ void send_mpi_complete(SendRequest* r, int error) noexcept {
 }
 
 void send_pml_complete(SendRequest* r) noexcept {
-    if (r->base.req_base.req_pml_complete) return;
+    if (r->base.req_base.req_pml_complete)
+        return;
     if (r->wire_id != 0) {
         state().engine->release_send(r->wire_id);
         r->wire_id = 0;
@@ -168,11 +201,13 @@ void send_pml_complete(SendRequest* r) noexcept {
     }
     send_mpi_complete(r, r->failed ? MPI_ERR_OTHER : OMPI_SUCCESS);
     r->base.req_base.req_pml_complete = true;
-    if (r->base.req_base.req_free_called) return_send(r);
+    if (r->base.req_base.req_free_called)
+        return_send(r);
 }
 
 void recv_complete(RecvRequest* r, int error) noexcept {
-    if (r->base.req_base.req_pml_complete) return;
+    if (r->base.req_base.req_pml_complete)
+        return;
     if (r->wire_id != 0) {
         state().engine->release_recv(r->wire_id);
         r->wire_id = 0;
@@ -180,7 +215,8 @@ void recv_complete(RecvRequest* r, int error) noexcept {
     rget_release_recv(r);
     ompi_request_t* req = &r->base.req_base.req_ompi;
     req->req_status._ucount = r->bytes_received;
-    if (error == OMPI_SUCCESS && r->msg_len > r->base.req_bytes_packed) error = MPI_ERR_TRUNCATE;
+    if (error == OMPI_SUCCESS && r->msg_len > r->base.req_bytes_packed)
+        error = MPI_ERR_TRUNCATE;
     req->req_status.MPI_ERROR = error;
     r->base.req_base.req_pml_complete = true;
     if (r->base.req_base.req_free_called) {
@@ -197,8 +233,10 @@ core::PeerId peer_for(ompi_proc_t* proc) {
     State& s = state();
     const core::PeerId id =
         s.engine->add_peer(core::PeerName{proc->super.proc_name.jobid, proc->super.proc_name.vpid});
-    proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id) + 1);
-    if (s.proc_of_peer.size() <= id) s.proc_of_peer.resize(id + 1, nullptr);
+    proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] =
+        reinterpret_cast<void*>(static_cast<std::uintptr_t>(id) + 1);
+    if (s.proc_of_peer.size() <= id)
+        s.proc_of_peer.resize(id + 1, nullptr);
     s.proc_of_peer[id] = proc;
     return id;
 }

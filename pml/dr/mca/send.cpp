@@ -12,9 +12,12 @@ constexpr std::uint32_t kDesFlags =
 
 bool want_csum(const mca_bml_base_btl_t* bb) noexcept {
     switch (state().config.csum) {
-        case core::CsumMode::Always: return true;
-        case core::CsumMode::Never: return false;
-        case core::CsumMode::Auto: return (bb->btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
+        case core::CsumMode::Always:
+            return true;
+        case core::CsumMode::Never:
+            return false;
+        case core::CsumMode::Auto:
+            return (bb->btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
     }
     return true;
 }
@@ -22,61 +25,38 @@ bool want_csum(const mca_bml_base_btl_t* bb) noexcept {
 void schedule_frags(SendRequest* r) noexcept;
 
 void check_send_done(SendRequest* r) noexcept {
-    if (r->frames_inflight != 0) return;
+    if (r->frames_inflight != 0)
+        return;
     if (r->failed) {
         send_pml_complete(r);
         return;
     }
-    if (!r->rndv || (r->cts_received && r->bytes_scheduled >= r->bytes_target)) send_pml_complete(r);
+    if (!r->rndv || (r->cts_received && r->bytes_scheduled >= r->bytes_target))
+        send_pml_complete(r);
 }
 
-void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t* des,
-                     int status) noexcept {
+void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*,
+                     mca_btl_base_descriptor_t* des, int status) noexcept {
     Guard g;
     auto* r = static_cast<SendRequest*>(des->des_cbdata);
     --r->frames_inflight;
     if (status != OMPI_SUCCESS) {
         plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
-                             "send to peer %u: BTL completed a frame with error %d", r->peer, status);
+                             "send to peer %u: BTL completed a frame with error %d", r->peer,
+                             status);
         r->failed = true;
     }
-    if (r->scheduling) return;  // the scheduling loop above us checks again
-    if (r->rndv && r->cts_received && !r->failed) schedule_frags(r);
+    if (r->scheduling)
+        return;  // the scheduling loop above us checks again
+    if (r->rndv && r->cts_received && !r->failed)
+        schedule_frags(r);
     check_send_done(r);
 }
 
-void control_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t*,
-                        int) noexcept {}
-
-// Builds one frame: header (encoded by `encode_hdr(out, csum, crc, len)` once
-// the payload is packed) followed by up to `len` bytes packed from the
-// request at `offset`. The convertor may pack less than asked (it stops at
-// element boundaries of some datatypes); `len` returns what went.
-template <typename EncodeHdr>
-int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size, std::uint64_t offset,
-                    std::size_t& len, EncodeHdr&& encode_hdr) noexcept {
-    mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
-    if (des == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
-    auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
-    const bool csum = want_csum(bb);
-    std::uint32_t crc = 0;
-    if (len > 0) {
-        opal_convertor_t* conv = &r->base.req_base.req_convertor;
-        size_t pos = offset;
-        opal_convertor_set_position(conv, &pos);
-        iovec iov{base + hdr_size, len};
-        uint32_t iov_count = 1;
-        size_t max_data = len;
-        if (opal_convertor_pack(conv, &iov, &iov_count, &max_data) < 0 || (max_data == 0 && len != 0)) {
-            mca_bml_base_free(bb, des);
-            return OMPI_ERROR;
-        }
-        len = max_data;
-        if (csum) crc = plugin::common::crc32c(base + hdr_size, len);
-    }
-    encode_hdr(std::span<std::uint8_t>(base, hdr_size), csum, crc, len);
-    des->des_segments[0].seg_len = hdr_size + len;
+// Hands a filled data frame to the BTL; completion arrives in data_frame_done.
+int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t* des,
+                    std::size_t frame_len) noexcept {
+    des->des_segments[0].seg_len = frame_len;
     des->des_cbfunc = data_frame_done;
     des->des_cbdata = r;
     ++r->frames_inflight;
@@ -89,9 +69,49 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
     return OMPI_SUCCESS;
 }
 
-std::uint16_t csum_flag(bool csum) noexcept { return csum ? core::kFlagPayloadCsum : 0; }
+void control_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*,
+                        mca_btl_base_descriptor_t*, int) noexcept {}
 
-core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t len, std::uint32_t crc) noexcept {
+// Builds one frame: header (encoded by `encode_hdr(out, csum, crc, len)` once
+// the payload is packed) followed by up to `len` bytes packed from the
+// request at `offset`. The convertor may pack less than asked (it stops at
+// element boundaries of some datatypes); `len` returns what went.
+template <typename EncodeHdr>
+int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size,
+                    std::uint64_t offset, std::size_t& len, EncodeHdr&& encode_hdr) noexcept {
+    mca_btl_base_descriptor_t* des = nullptr;
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
+    if (des == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
+    const bool csum = want_csum(bb);
+    std::uint32_t crc = 0;
+    if (len > 0) {
+        opal_convertor_t* conv = &r->base.req_base.req_convertor;
+        size_t pos = offset;
+        opal_convertor_set_position(conv, &pos);
+        iovec iov{base + hdr_size, len};
+        uint32_t iov_count = 1;
+        size_t max_data = len;
+        if (opal_convertor_pack(conv, &iov, &iov_count, &max_data) < 0 ||
+            (max_data == 0 && len != 0)) {
+            mca_bml_base_free(bb, des);
+            return OMPI_ERROR;
+        }
+        len = max_data;
+        if (csum)
+            crc = plugin::common::crc32c(base + hdr_size, len);
+    }
+    encode_hdr(std::span<std::uint8_t>(base, hdr_size), csum, crc, len);
+    return post_data_frame(r, bb, des, hdr_size + len);
+}
+
+std::uint16_t csum_flag(bool csum) noexcept {
+    return csum ? core::kFlagPayloadCsum : 0;
+}
+
+core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t len,
+                               std::uint32_t crc) noexcept {
     core::MatchFields m;
     m.cid = r->base.req_base.req_comm->c_contextid;
     m.src_rank = r->base.req_base.req_comm->c_my_rank;
@@ -105,28 +125,31 @@ core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t le
 void schedule_frags(SendRequest* r) noexcept {
     // BTLs may complete a send inline and call data_frame_done from inside
     // mca_bml_base_send; that callback must not re-enter this loop.
-    if (r->scheduling) return;
+    if (r->scheduling)
+        return;
     r->scheduling = true;
     const unsigned window = state().config.pipeline_depth * state().config.vfrag_frags;
     mca_bml_base_btl_array_t* arr = &r->endpoint->btl_send;
-    if (mca_bml_base_btl_array_get_size(arr) == 0) arr = &r->endpoint->btl_eager;
+    if (mca_bml_base_btl_array_get_size(arr) == 0)
+        arr = &r->endpoint->btl_eager;
     while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
         mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(arr);
         const std::size_t max_payload = bb->btl->btl_max_send_size - core::kFragHeaderSize;
-        std::size_t len =
-            static_cast<std::size_t>(std::min<std::uint64_t>(r->bytes_target - r->bytes_scheduled, max_payload));
+        std::size_t len = static_cast<std::size_t>(
+            std::min<std::uint64_t>(r->bytes_target - r->bytes_scheduled, max_payload));
         const std::uint64_t offset = r->bytes_scheduled;
         const std::uint64_t recv_id = r->peer_recv_id;
-        const int rc = send_data_frame(r, bb, core::kFragHeaderSize, offset, len,
-                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
-                                           core::FragHdr h;
-                                           h.common = make_common(csum_flag(csum));
-                                           h.recv_req = recv_id;
-                                           h.offset = offset;
-                                           h.payload_len = static_cast<std::uint32_t>(sent);
-                                           h.payload_crc = crc;
-                                           (void)core::encode(h, out);
-                                       });
+        const int rc = send_data_frame(
+            r, bb, core::kFragHeaderSize, offset, len,
+            [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
+                core::FragHdr h;
+                h.common = make_common(csum_flag(csum));
+                h.recv_req = recv_id;
+                h.offset = offset;
+                h.payload_len = static_cast<std::uint32_t>(sent);
+                h.payload_crc = crc;
+                (void)core::encode(h, out);
+            });
         if (rc == OMPI_SUCCESS) {
             r->bytes_scheduled = offset + len;
             continue;
@@ -152,25 +175,30 @@ void schedule_frags(SendRequest* r) noexcept {
 // request: header and packed payload are built in one stack buffer.
 constexpr std::size_t kInlineMax = 256;
 
-int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, ompi_communicator_t* comm,
-                ompi_proc_t* proc) noexcept {
+int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+                ompi_communicator_t* comm, ompi_proc_t* proc) noexcept {
     size_t type_size = 0;
     ompi_datatype_type_size(dt, &type_size);
-    if (type_size * count > kInlineMax) return OMPI_ERR_NOT_AVAILABLE;
+    if (type_size * count > kInlineMax)
+        return OMPI_ERR_NOT_AVAILABLE;
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
-    if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0) return OMPI_ERR_NOT_AVAILABLE;
+    if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0)
+        return OMPI_ERR_NOT_AVAILABLE;
     mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
-    if (bb->btl->btl_sendi == nullptr || bb->btl->btl_eager_limit < core::kMatchHeaderSize + kInlineMax)
+    if (bb->btl->btl_sendi == nullptr ||
+        bb->btl->btl_eager_limit < core::kMatchHeaderSize + kInlineMax)
         return OMPI_ERR_NOT_AVAILABLE;
     core::CommMatcher* matcher = state().engine->comm(comm->c_contextid);
-    if (matcher == nullptr) return OMPI_ERR_NOT_AVAILABLE;
+    if (matcher == nullptr)
+        return OMPI_ERR_NOT_AVAILABLE;
 
     std::uint8_t frame[core::kMatchHeaderSize + kInlineMax];
     size_t size = 0;
     if (type_size * count > 0) {
         opal_convertor_t conv;
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
-        opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &dt->super, count, buf, 0, &conv);
+        opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &dt->super, count, buf,
+                                                 0, &conv);
         opal_convertor_get_packed_size(&conv, &size);
         if (size > kInlineMax) {
             OBJ_DESTRUCT(&conv);
@@ -181,10 +209,12 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
         size_t max_data = size;
         const int prc = opal_convertor_pack(&conv, &iov, &iov_count, &max_data);
         OBJ_DESTRUCT(&conv);
-        if (prc < 0 || max_data != size) return OMPI_ERR_NOT_AVAILABLE;
+        if (prc < 0 || max_data != size)
+            return OMPI_ERR_NOT_AVAILABLE;
     }
     const core::PeerId peer = peer_for(proc);
-    if (!state().engine->try_charge_eager(peer, size)) return OMPI_ERR_NOT_AVAILABLE;
+    if (!state().engine->try_charge_eager(peer, size))
+        return OMPI_ERR_NOT_AVAILABLE;
     const bool csum = want_csum(bb);
     core::MatchHdr h;
     h.common = make_common(csum_flag(csum));
@@ -195,9 +225,9 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     h.match.payload_len = static_cast<std::uint32_t>(size);
     h.match.payload_crc = csum ? plugin::common::crc32c(frame + core::kMatchHeaderSize, size) : 0;
     (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
-    const int rc = mca_bml_base_sendi(bb, nullptr, frame, core::kMatchHeaderSize + size, 0, MCA_BTL_NO_ORDER,
-                                      MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
-                                      nullptr);
+    const int rc = mca_bml_base_sendi(
+        bb, nullptr, frame, core::kMatchHeaderSize + size, 0, MCA_BTL_NO_ORDER,
+        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag, nullptr);
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
         state().engine->uncharge_eager(peer, size);
@@ -222,12 +252,15 @@ namespace {
 int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     mca_bml_base_btl_t* bb = r->rdma_btl;
     const std::size_t hlen = bb->btl->btl_registration_handle_size;
-    if (bb->btl->btl_eager_limit < core::kRndvHeaderSize + hlen) return OMPI_ERR_NOT_AVAILABLE;
+    if (bb->btl->btl_eager_limit < core::kRndvHeaderSize + hlen)
+        return OMPI_ERR_NOT_AVAILABLE;
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, core::kRndvHeaderSize + hlen, kDesFlags);
-    if (des == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (des == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
-    if (hlen > 0) std::memcpy(base + core::kRndvHeaderSize, r->rdma_handle, hlen);
+    if (hlen > 0)
+        std::memcpy(base + core::kRndvHeaderSize, r->rdma_handle, hlen);
     void* addr = nullptr;
     size_t zero = 0;
     opal_convertor_set_position(&r->base.req_base.req_convertor, &zero);
@@ -238,23 +271,16 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     core::RndvHdr h;
     h.common = make_common(static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
                                                       (sync ? core::kFlagSync : 0)));
-    h.match = match_fields(r, seq, hlen, plugin::common::crc32c(base + core::kRndvHeaderSize, hlen));
+    h.match =
+        match_fields(r, seq, hlen, plugin::common::crc32c(base + core::kRndvHeaderSize, hlen));
     h.msg_len = r->base.req_bytes_packed;
     h.send_req = r->wire_id;
     h.remote_addr = reinterpret_cast<std::uint64_t>(addr);
     (void)core::encode(h, std::span<std::uint8_t>(base, core::kRndvHeaderSize));
-    des->des_segments[0].seg_len = core::kRndvHeaderSize + hlen;
-    des->des_cbfunc = data_frame_done;
-    des->des_cbdata = r;
-    ++r->frames_inflight;
-    const int rc = mca_bml_base_send(bb, des, kBtlTag);
-    if (rc < 0) {
-        --r->frames_inflight;
+    const int rc = post_data_frame(r, bb, des, core::kRndvHeaderSize + hlen);
+    if (rc != OMPI_SUCCESS)
         state().engine->uncharge_eager(r->peer, hlen);
-        mca_bml_base_free(bb, des);
-        return rc;
-    }
-    return OMPI_SUCCESS;
+    return rc;
 }
 
 // Sends the first frame of a message: the whole of it (MATCH) or its head
@@ -272,13 +298,14 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
         size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize) &&
         eng.try_charge_eager(r->peer, size)) {
         std::size_t len = size;
-        const int rc = send_data_frame(r, bb, core::kMatchHeaderSize, 0, len,
-                                       [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
-                                           core::MatchHdr h;
-                                           h.common = make_common(csum_flag(csum));
-                                           h.match = match_fields(r, seq, sent, crc);
-                                           (void)core::encode(h, out);
-                                       });
+        const int rc = send_data_frame(
+            r, bb, core::kMatchHeaderSize, 0, len,
+            [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
+                core::MatchHdr h;
+                h.common = make_common(csum_flag(csum));
+                h.match = match_fields(r, seq, sent, crc);
+                (void)core::encode(h, out);
+            });
         if (rc != OMPI_SUCCESS) {
             eng.uncharge_eager(r->peer, size);
             return rc;
@@ -290,30 +317,36 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     }
 
     r->rndv = true;
-    if (r->wire_id == 0) r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
+    if (r->wire_id == 0)
+        r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
     if (size > btl_eager && (r->rdma_btl != nullptr || rget_prepare(r))) {
         const int rc = send_rget_frame(r, seq);
-        if (rc != OMPI_ERR_NOT_AVAILABLE) return rc;
+        if (rc != OMPI_ERR_NOT_AVAILABLE)
+            return rc;
         rget_release_send(r);
     }
     std::size_t first =
-        btl_eager > core::kRndvHeaderSize ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit}) : 0;
+        btl_eager > core::kRndvHeaderSize
+            ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit})
+            : 0;
     // Without eager credit the RNDV goes without data and asks for credit.
     const bool starved = first > 0 && !eng.try_charge_eager(r->peer, first);
-    if (starved) first = 0;
+    if (starved)
+        first = 0;
     const std::size_t charged = first;
     const std::uint64_t wire_id = r->wire_id;
-    const std::uint16_t flags =
-        static_cast<std::uint16_t>((sync ? core::kFlagSync : 0) | (starved ? core::kFlagCreditStarved : 0));
-    const int rc = send_data_frame(r, bb, core::kRndvHeaderSize, 0, first,
-                           [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
-                               core::RndvHdr h;
-                               h.common = make_common(static_cast<std::uint16_t>(csum_flag(csum) | flags));
-                               h.match = match_fields(r, seq, sent, crc);
-                               h.msg_len = size;
-                               h.send_req = wire_id;
-                               (void)core::encode(h, out);
-                           });
+    const std::uint16_t flags = static_cast<std::uint16_t>(
+        (sync ? core::kFlagSync : 0) | (starved ? core::kFlagCreditStarved : 0));
+    const int rc = send_data_frame(
+        r, bb, core::kRndvHeaderSize, 0, first,
+        [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
+            core::RndvHdr h;
+            h.common = make_common(static_cast<std::uint16_t>(csum_flag(csum) | flags));
+            h.match = match_fields(r, seq, sent, crc);
+            h.msg_len = size;
+            h.send_req = wire_id;
+            (void)core::encode(h, out);
+        });
     eng.uncharge_eager(r->peer, rc == OMPI_SUCCESS ? charged - first : charged);
     return rc;
 }
@@ -328,11 +361,13 @@ int start_send(SendRequest* r) noexcept {
     if (r->endpoint == nullptr || mca_bml_base_btl_array_get_size(&r->endpoint->btl_eager) == 0)
         return OMPI_ERR_UNREACH;
     core::CommMatcher* matcher = s.engine->comm(b.req_comm->c_contextid);
-    if (matcher == nullptr) return OMPI_ERR_BAD_PARAM;
+    if (matcher == nullptr)
+        return OMPI_ERR_BAD_PARAM;
     r->peer = peer_for(proc);
     if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED && r->base.req_bytes_packed > 0) {
         const int rc = mca_pml_base_bsend_request_start(&b.req_ompi);
-        if (rc != OMPI_SUCCESS) return rc;
+        if (rc != OMPI_SUCCESS)
+            return rc;
         // Buffered: the user's data is in the attached buffer already.
         send_mpi_complete(r, OMPI_SUCCESS);
     }
@@ -341,10 +376,12 @@ int start_send(SendRequest* r) noexcept {
     if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
         s.pending.emplace_back([r, seq] {
             const int again = send_first_frame(r, seq);
-            if (again == OMPI_ERR_OUT_OF_RESOURCE) return false;
+            if (again == OMPI_ERR_OUT_OF_RESOURCE)
+                return false;
             if (again != OMPI_SUCCESS) {
                 plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
-                                     "send to peer %u: cannot send the first frame (error %d)", r->peer, again);
+                                     "send to peer %u: cannot send the first frame (error %d)",
+                                     r->peer, again);
                 r->failed = true;
                 check_send_done(r);
             }
@@ -363,7 +400,8 @@ int start_send(SendRequest* r) noexcept {
 }
 
 void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept {
-    if (r->cts_received || r->base.req_base.req_pml_complete) return;
+    if (r->cts_received || r->base.req_base.req_pml_complete)
+        return;
     r->cts_received = true;
     r->peer_recv_id = cts.recv_req;
     r->bytes_target = std::min<std::uint64_t>(cts.want_len, r->base.req_bytes_packed);
@@ -376,12 +414,14 @@ void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexce
     State& s = state();
     ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
     mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
-    if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0) return;
+    if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0)
+        return;
     auto attempt = [ep, bytes = std::vector<std::uint8_t>(frame.begin(), frame.end())]() -> bool {
         mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
         mca_btl_base_descriptor_t* des = nullptr;
         mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, bytes.size(), kDesFlags);
-        if (des == nullptr) return false;
+        if (des == nullptr)
+            return false;
         std::memcpy(des->des_segments[0].seg_addr.pval, bytes.data(), bytes.size());
         des->des_segments[0].seg_len = bytes.size();
         des->des_cbfunc = control_frame_done;
@@ -392,11 +432,12 @@ void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexce
         }
         return true;
     };
-    if (!s.pending.empty() || !attempt()) s.pending.emplace_back(std::move(attempt));
+    if (!s.pending.empty() || !attempt())
+        s.pending.emplace_back(std::move(attempt));
 }
 
-int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, mca_pml_base_send_mode_t mode,
-          ompi_communicator_t* comm, ompi_request_t** req) noexcept {
+int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+          mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept {
     Guard g;
     ompi_proc_t* proc = ompi_comm_peer_lookup(comm, dst);
     if ((mode == MCA_PML_BASE_SEND_STANDARD || mode == MCA_PML_BASE_SEND_READY) &&
@@ -406,14 +447,15 @@ int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, 
         return OMPI_SUCCESS;
     }
     SendRequest* r = alloc_send();
-    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (r == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     r->base.req_base.req_proc = proc;
     MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm, mode, false, 0);
     mark_send_started(r);
     const int rc = start_send(r);
     if (rc != OMPI_SUCCESS) {
-        plugin::common::logf(*state().log, plugin::common::LogLevel::Debug, "send to rank %d failed to start: %d",
-                             dst, rc);
+        plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
+                             "send to rank %d failed to start: %d", dst, rc);
         r->base.req_base.req_pml_complete = true;
         r->base.req_base.req_free_called = true;
         MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
@@ -424,11 +466,12 @@ int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, 
     return OMPI_SUCCESS;
 }
 
-int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, mca_pml_base_send_mode_t mode,
-         ompi_communicator_t* comm) noexcept {
+int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+         mca_pml_base_send_mode_t mode, ompi_communicator_t* comm) noexcept {
     ompi_request_t* req = nullptr;
     int rc = isend(buf, count, dt, dst, tag, mode, comm, &req);
-    if (rc != OMPI_SUCCESS || req == &ompi_request_empty) return rc;  // sent inline
+    if (rc != OMPI_SUCCESS || req == &ompi_request_empty)
+        return rc;  // sent inline
     ompi_request_wait_completion(req);
     rc = req->req_status.MPI_ERROR;
     ompi_request_free(&req);
@@ -436,10 +479,12 @@ int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag, m
 }
 
 int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
-               mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept {
+               mca_pml_base_send_mode_t mode, ompi_communicator_t* comm,
+               ompi_request_t** req) noexcept {
     Guard g;
     SendRequest* r = alloc_send();
-    if (r == nullptr) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (r == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     r->base.req_base.req_proc = ompi_comm_peer_lookup(comm, dst);
     MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm, mode, true, 0);
     // An inactive persistent request: complete from the PML's point of view
