@@ -27,3 +27,28 @@ TEST(PmlDrConfig, RejectsOutOfRange) {
     p.ack_timeout_ms = 0;
     EXPECT_NE(validate(p, c), "");
 }
+
+// ------------------------------------------------------------ frag scheduler
+
+#include <array>
+
+#include "scheduler.hpp"
+
+TEST(PmlDrScheduler, SplitsInProportionToWeights) {
+    const std::array<double, 3> weights{3.0, 1.0, 0.0};
+    std::array<std::uint64_t, 3> assigned{};
+    for (int i = 0; i < 4000; ++i) assigned[pick_weighted(weights, assigned)] += 1000;
+    // 3:1 between the two real paths; the zero-weight path only as a tie-breaker of last resort.
+    EXPECT_NEAR(static_cast<double>(assigned[0]) / static_cast<double>(assigned[1]), 3.0, 0.01);
+    EXPECT_LE(assigned[2], 1000u);
+}
+
+TEST(PmlDrScheduler, DegenerateInputs) {
+    EXPECT_EQ(pick_weighted({}, {}), 0u);
+    const std::array<double, 1> one{5.0};
+    const std::array<std::uint64_t, 1> a{123};
+    EXPECT_EQ(pick_weighted(one, a), 0u);
+    const std::array<double, 2> equal{1.0, 1.0};
+    const std::array<std::uint64_t, 2> b{10, 5};
+    EXPECT_EQ(pick_weighted(equal, b), 1u);
+}

@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "engine.hpp"
 #include "opal_log.hpp"
+#include "scheduler.hpp"
 
 namespace pml::dr::mca {
 
@@ -35,6 +36,7 @@ struct SendRequest {
     bool cts_received;
     bool failed;
     bool scheduling;  // inside schedule_frags: completions only note progress
+    std::uint64_t path_bytes[core::kMaxSchedPaths];  // frag bytes per send BTL, for weighting
     // RGET: the BTL and registration the receiver reads our buffer through.
     mca_bml_base_btl_t* rdma_btl;
     mca_btl_base_registration_handle_t* rdma_handle;

@@ -3,6 +3,8 @@
 // resources).
 #include "pml.hpp"
 
+#include <algorithm>
+
 namespace pml::dr::mca {
 namespace {
 
@@ -129,6 +131,7 @@ void reset_send_state(SendRequest* r) noexcept {
     r->scheduling = false;
     r->rdma_btl = nullptr;
     r->rdma_handle = nullptr;
+    std::fill(std::begin(r->path_bytes), std::end(r->path_bytes), 0);
 }
 
 SendRequest* alloc_send() noexcept {

@@ -132,8 +132,15 @@ void schedule_frags(SendRequest* r) noexcept {
     mca_bml_base_btl_array_t* arr = &r->endpoint->btl_send;
     if (mca_bml_base_btl_array_get_size(arr) == 0)
         arr = &r->endpoint->btl_eager;
+    // Frags go to the send BTLs in proportion to their weights (the BML
+    // derives them from the BTLs' bandwidths).
+    const std::size_t npaths = std::min(mca_bml_base_btl_array_get_size(arr), core::kMaxSchedPaths);
+    double weights[core::kMaxSchedPaths];
+    for (std::size_t i = 0; i < npaths; ++i)
+        weights[i] = static_cast<double>(mca_bml_base_btl_array_get_index(arr, i)->btl_weight);
     while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
-        mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(arr);
+        const std::size_t path = core::pick_weighted({weights, npaths}, {r->path_bytes, npaths});
+        mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, path);
         const std::size_t max_payload = bb->btl->btl_max_send_size - core::kFragHeaderSize;
         std::size_t len = static_cast<std::size_t>(
             std::min<std::uint64_t>(r->bytes_target - r->bytes_scheduled, max_payload));
@@ -152,6 +159,7 @@ void schedule_frags(SendRequest* r) noexcept {
             });
         if (rc == OMPI_SUCCESS) {
             r->bytes_scheduled = offset + len;
+            r->path_bytes[path] += len;
             continue;
         }
         if (rc == OMPI_ERR_OUT_OF_RESOURCE) {

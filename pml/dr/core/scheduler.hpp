@@ -1,0 +1,19 @@
+// Splitting a long message's frags across the paths (BTLs) that reach a
+// peer, in proportion to their bandwidth: each frag goes to the path whose
+// share of the bytes assigned so far, divided by its weight, is smallest.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace pml::dr::core {
+
+// Most paths one message is spread over (more BTLs than this share the rest).
+inline constexpr std::size_t kMaxSchedPaths = 8;
+
+// weights[i] > 0 is path i's relative bandwidth (non-positive counts as a
+// tiny weight, so such a path is used last); assigned[i] the bytes it got.
+// Returns the index to use next; 0 for an empty or single-path set.
+std::size_t pick_weighted(std::span<const double> weights, std::span<const std::uint64_t> assigned) noexcept;
+
+}  // namespace pml::dr::core
