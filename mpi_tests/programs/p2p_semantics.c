@@ -137,6 +137,20 @@ static void test_truncation(void) {
         }
         free(b);
     }
+    /* A long message into a zero-sized receive buffer. */
+    size_t n = 1 << 20;
+    unsigned char *b = malloc(n);
+    if (rank == 0) {
+        fill(b, n, 0, 9);
+        MPI_Send(b, (int)n, MPI_BYTE, 1, 8, MPI_COMM_WORLD);
+    } else if (rank == 1) {
+        MPI_Status st;
+        int rc = MPI_Recv(b, 0, MPI_BYTE, 0, 8, MPI_COMM_WORLD, &st);
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE, "zero-byte buffer: error class %d", cls);
+    }
+    free(b);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
@@ -320,6 +334,44 @@ static void test_persistent(void) {
     }
     if (rank <= 1) MPI_Request_free(&r);
     free(b);
+
+    /* A persistent Bsend restarted while its previous round may still be in
+     * flight; the receiver takes a later message first, and every round must
+     * carry that round's data. */
+    if (rank == 0) {
+        int bufsize = 4 * (2000 + MPI_BSEND_OVERHEAD) + 4 * ((2 << 20) + MPI_BSEND_OVERHEAD);
+        void *attach = malloc((size_t)bufsize);
+        MPI_Buffer_attach(attach, bufsize);
+        size_t len = 2 << 20;
+        unsigned char *d = malloc(len);
+        MPI_Request pr;
+        MPI_Bsend_init(d, (int)len, MPI_BYTE, 1, 61, MPI_COMM_WORLD, &pr);
+        for (int round = 0; round < 3; round++) {
+            fill(d, len, 0, 100 + round);
+            MPI_Start(&pr);
+            MPI_Wait(&pr, MPI_STATUS_IGNORE);
+        }
+        int marker = 7;
+        MPI_Send(&marker, 1, MPI_INT, 1, 62, MPI_COMM_WORLD);
+        MPI_Request_free(&pr);
+        void *p;
+        int sz;
+        MPI_Buffer_detach(&p, &sz);
+        free(attach);
+        free(d);
+    } else if (rank == 1) {
+        size_t len = 2 << 20;
+        unsigned char *d = malloc(len);
+        int marker = 0;
+        MPI_Recv(&marker, 1, MPI_INT, 0, 62, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(marker == 7, "marker %d", marker);
+        for (int round = 0; round < 3; round++) {
+            MPI_Recv(d, (int)len, MPI_BYTE, 0, 61, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            size_t bad = bad_byte(d, len, 0, 100 + round);
+            CHECK(bad == (size_t)-1, "persistent bsend round %d: byte %zu wrong", round, bad);
+        }
+        free(d);
+    }
 }
 
 static void test_datatypes(void) {

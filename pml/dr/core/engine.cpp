@@ -91,10 +91,11 @@ void Engine::release_unexpected(const Unexpected& msg, EngineSink& sink) noexcep
 }
 
 std::uint64_t Engine::eager_window() const noexcept {
-    // The receiver's unexpected store is shared by every peer that may send to it.
-    constexpr std::uint64_t kMinWindow = 64 * 1024;
+    // The receiver's unexpected store is shared by every peer that may send
+    // to it. No floor: with very many peers a window may hold no eager data
+    // at all, and every message then goes as a data-less RNDV.
     const std::uint64_t n = std::max<std::size_t>(peers_.size(), 1);
-    return std::max<std::uint64_t>(config_.unexpected_limit / n, kMinWindow);
+    return config_.unexpected_limit / n;
 }
 
 bool Engine::try_charge_eager(PeerId peer, std::uint64_t bytes, bool force) noexcept {

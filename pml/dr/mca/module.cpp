@@ -134,18 +134,35 @@ int ft_event(int) noexcept {
     return OMPI_ERR_NOT_SUPPORTED;
 }
 
-int start_request(ompi_request_t* req) noexcept {
-    auto* base = reinterpret_cast<mca_pml_base_request_t*>(req);
-    // A persistent request MPI-completed earlier may still have frames in
-    // flight; let them finish before reusing its state.
-    while (!base->req_pml_complete) {
-        OPAL_THREAD_UNLOCK(&state().lock);
-        opal_progress();
-        OPAL_THREAD_LOCK(&state().lock);
-    }
+// A persistent send can be MPI-complete while its frames are still in
+// flight (Bsend, eager data): MPI_Start then continues with a fresh request
+// and the old one is freed when the PML is done with it, as ob1 does.
+SendRequest* fresh_copy(SendRequest* old) noexcept {
+    SendRequest* r = alloc_send();
+    if (r == nullptr)
+        return nullptr;
+    mca_pml_base_request_t& ob = old->base.req_base;
+    r->base.req_base.req_proc = ob.req_proc;
+    ompi_communicator_t* comm = ob.req_comm;  // the macro pastes `comm` into a field name
+    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, ob.req_addr, ob.req_count, ob.req_datatype, ob.req_peer,
+                                   ob.req_tag, comm, old->base.req_send_mode, true, 0);
+    r->base.req_base.req_ompi.req_complete_cb = ob.req_ompi.req_complete_cb;
+    r->base.req_base.req_ompi.req_complete_cb_data = ob.req_ompi.req_complete_cb_data;
+    ob.req_free_called = true;
+    return r;
+}
+
+int start_request(ompi_request_t** slot) noexcept {
+    auto* base = reinterpret_cast<mca_pml_base_request_t*>(*slot);
     switch (base->req_type) {
         case MCA_PML_REQUEST_SEND: {
-            auto* r = reinterpret_cast<SendRequest*>(req);
+            auto* r = reinterpret_cast<SendRequest*>(*slot);
+            if (!base->req_pml_complete) {
+                r = fresh_copy(r);
+                if (r == nullptr)
+                    return OMPI_ERR_OUT_OF_RESOURCE;
+                *slot = &r->base.req_base.req_ompi;
+            }
             mark_send_started(r);
             reset_send_state(r);
             const int rc = start_send(r);
@@ -156,9 +173,13 @@ int start_request(ompi_request_t* req) noexcept {
             return rc;
         }
         case MCA_PML_REQUEST_RECV: {
-            auto* r = reinterpret_cast<RecvRequest*>(req);
+            // Receives complete at both levels at once: an inactive one is idle.
+            auto* r = reinterpret_cast<RecvRequest*>(*slot);
             MCA_PML_BASE_RECV_START(&r->base);
-            return start_recv(r);
+            const int rc = start_recv(r);
+            if (rc != OMPI_SUCCESS)
+                recv_complete(r, rc);
+            return rc;
         }
         default:
             return OMPI_ERR_REQUEST;
@@ -210,7 +231,7 @@ int start(size_t count, ompi_request_t** requests) noexcept {
     for (size_t i = 0; i < count; ++i) {
         if (requests[i] == nullptr || requests[i]->req_type != OMPI_REQUEST_PML)
             continue;
-        const int r = start_request(requests[i]);
+        const int r = start_request(&requests[i]);
         if (r != OMPI_SUCCESS)
             rc = r;
     }
@@ -219,22 +240,35 @@ int start(size_t count, ompi_request_t** requests) noexcept {
 
 int progress() noexcept {
     State& s = state();
-    if (s.pending.empty())
-        return 0;
+    if (s.pending_count.load(std::memory_order_relaxed) == 0) return 0;
     Guard g;
     int done = 0;
-    // Retry work that ran out of BTL resources, oldest first; stop at the
-    // first that still cannot go.
+    // One pass over what is queued now, oldest first; work that still cannot
+    // go keeps its relative order at the back. Work queued by a retry waits
+    // for the next pass.
     for (std::size_t n = s.pending.size(); n > 0 && !s.pending.empty(); --n) {
-        auto work = std::move(s.pending.front());
+        Deferred work = std::move(s.pending.front());
         s.pending.pop_front();
-        if (!work()) {
-            s.pending.push_front(std::move(work));
-            break;
-        }
-        ++done;
+        if (work.retry())
+            ++done;
+        else
+            s.pending.push_back(std::move(work));
     }
+    s.pending_count.store(s.pending.size(), std::memory_order_relaxed);
     return done;
+}
+
+void defer(const void* owner, std::function<bool()> retry) {
+    State& s = state();
+    s.pending.push_back(Deferred{owner, std::move(retry)});
+    s.pending_count.store(s.pending.size(), std::memory_order_relaxed);
+}
+
+void cancel_deferred(const void* owner) noexcept {
+    State& s = state();
+    if (s.pending.empty()) return;
+    std::erase_if(s.pending, [owner](const Deferred& d) { return d.owner == owner; });
+    s.pending_count.store(s.pending.size(), std::memory_order_relaxed);
 }
 
 mca_pml_base_module_t* module_init(const core::Config& config,
@@ -280,6 +314,7 @@ int module_fini() noexcept {
     State& s = g_state;
     print_stats();
     s.pending.clear();
+    s.pending_count.store(0);
     requests_fini();
     OBJ_DESTRUCT(&s.lock);
     s.engine.reset();

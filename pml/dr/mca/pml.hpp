@@ -5,6 +5,7 @@
 #pragma once
 #include "ompi_prelude.hpp"
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -36,6 +37,7 @@ struct SendRequest {
     bool cts_received;
     bool failed;
     bool scheduling;  // inside schedule_frags: completions only note progress
+    bool frags_deferred;  // a schedule_frags retry is queued
     std::uint64_t path_bytes[core::kMaxSchedPaths];  // frag bytes per send BTL, for weighting
     // RGET: the BTL and registration the receiver reads our buffer through.
     mca_bml_base_btl_t* rdma_btl;
@@ -60,6 +62,15 @@ struct RecvRequest {
     mca_bml_base_btl_t* rdma_btl;
 };
 
+// A retry of work that ran out of BTL resources. `retry` returns true when
+// the work is done (or has failed for good), false to be tried again later.
+// `owner` is the request it belongs to (nullptr: none), so a request that
+// completes can drop its entries.
+struct Deferred {
+    const void* owner;
+    std::function<bool()> retry;
+};
+
 // Global module state (one PML per process).
 struct State {
     mca_pml_base_module_t module;  // must be first: Open MPI holds a pointer to it
@@ -71,7 +82,8 @@ struct State {
     opal_free_list_t recv_requests;
     std::vector<ompi_proc_t*> proc_of_peer;
     // Work that could not start for lack of BTL resources; retried in progress.
-    std::deque<std::function<bool()>> pending;
+    std::deque<Deferred> pending;
+    std::atomic<std::size_t> pending_count{0};  // read by progress() without the lock
     bool callbacks_registered = false;
     bool progress_registered = false;
 };
@@ -88,6 +100,10 @@ class Guard {
     Guard& operator=(const Guard&) = delete;
 };
 
+// module.cpp: the deferred-work queue (call with the module lock held).
+void defer(const void* owner, std::function<bool()> retry);
+void cancel_deferred(const void* owner) noexcept;
+
 // requests.cpp
 int requests_init() noexcept;
 void requests_fini() noexcept;
@@ -101,6 +117,8 @@ void reset_recv_state(RecvRequest* r) noexcept;
 void mark_send_started(SendRequest* r) noexcept;
 void send_mpi_complete(SendRequest* r, int error) noexcept;
 void send_pml_complete(SendRequest* r) noexcept;
+// Wire id, RGET registration, Bsend buffer space, queued retries.
+void release_send_resources(SendRequest* r) noexcept;
 void recv_complete(RecvRequest* r, int error) noexcept;
 core::PeerId peer_for(ompi_proc_t* proc);
 

@@ -66,7 +66,7 @@ void issue_all_then_release(RecvRequest* r, std::uint64_t remote_addr,
                             std::uint64_t from) noexcept {
     const int rc = issue_gets(r, remote_addr, from, r->bytes_expected);
     if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
-        state().pending.emplace_back([r, remote_addr, from] {
+        defer(r, [r, remote_addr, from] {
             std::uint64_t at = from;
             const int again = issue_gets(r, remote_addr, at, r->bytes_expected);
             if (again == OMPI_ERR_OUT_OF_RESOURCE && at == from)

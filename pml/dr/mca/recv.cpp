@@ -74,6 +74,11 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
         // The payload is the sender's registration handle, not data.
         if (rget_start(r, info, eager))
             return;
+        if (r->bytes_expected == 0) {  // nothing wanted (e.g. a zero-byte buffer)
+            send_cts(r, info.send_req, 0);
+            recv_complete(r, OMPI_SUCCESS);
+            return;
+        }
         r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
         send_cts(r, info.send_req, 0);
         return;
@@ -203,12 +208,13 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
         Guard g;
         if (matcher_of(comm) == nullptr)
             return OMPI_ERR_BAD_PARAM;
-        core::UnexpectedPtr u =
-            state().engine->take_unexpected(comm->c_contextid, src, tag, engine_sink());
-        if (u) {
+        if (matcher_of(comm)->peek(src, tag) != nullptr) {
+            // Allocate first: once taken, the message has nowhere to go back to.
             ompi_message_t* msg = ompi_message_alloc();
             if (msg == nullptr)
                 return OMPI_ERR_OUT_OF_RESOURCE;
+            core::UnexpectedPtr u =
+                state().engine->take_unexpected(comm->c_contextid, src, tag, engine_sink());
             fill_status(status, u->info);
             msg->comm = comm;
             msg->peer = u->info.src;

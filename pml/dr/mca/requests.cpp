@@ -173,10 +173,18 @@ void mark_send_started(SendRequest* r) noexcept {
     b.req_ompi.req_complete = REQUEST_PENDING;
     b.req_ompi.req_state = OMPI_REQUEST_ACTIVE;
     b.req_ompi.req_status._cancelled = 0;
-    if (r->base.req_bytes_packed > 0) {
-        size_t zero = 0;
-        opal_convertor_set_position(&b.req_convertor, &zero);
+    if (r->base.req_bytes_packed == 0)
+        return;
+    if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED) {
+        // The previous round pointed the convertor at its (freed) copy in
+        // the attached buffer: start again from the user's data.
+        r->base.req_addr = b.req_addr;
+        opal_convertor_copy_and_prepare_for_send(b.req_proc->super.proc_convertor, &b.req_datatype->super,
+                                                 b.req_count, b.req_addr, 0, &b.req_convertor);
+        return;
     }
+    size_t zero = 0;
+    opal_convertor_set_position(&b.req_convertor, &zero);
 }
 
 void send_mpi_complete(SendRequest* r, int error) noexcept {
@@ -193,6 +201,19 @@ void send_mpi_complete(SendRequest* r, int error) noexcept {
 void send_pml_complete(SendRequest* r) noexcept {
     if (r->base.req_base.req_pml_complete)
         return;
+    release_send_resources(r);
+    // PML-complete before MPI-complete: a completion callback may restart a
+    // persistent request (MPI_Start), which must then see it idle.
+    r->base.req_base.req_pml_complete = true;
+    if (r->base.req_base.req_free_called) {
+        return_send(r);
+        return;
+    }
+    send_mpi_complete(r, r->failed ? MPI_ERR_OTHER : OMPI_SUCCESS);
+}
+
+void release_send_resources(SendRequest* r) noexcept {
+    cancel_deferred(r);
     if (r->wire_id != 0) {
         state().engine->release_send(r->wire_id);
         r->wire_id = 0;
@@ -202,10 +223,6 @@ void send_pml_complete(SendRequest* r) noexcept {
         r->base.req_addr != r->base.req_base.req_addr) {
         mca_pml_base_bsend_request_fini(reinterpret_cast<ompi_request_t*>(r));
     }
-    send_mpi_complete(r, r->failed ? MPI_ERR_OTHER : OMPI_SUCCESS);
-    r->base.req_base.req_pml_complete = true;
-    if (r->base.req_base.req_free_called)
-        return_send(r);
 }
 
 void recv_complete(RecvRequest* r, int error) noexcept {
@@ -216,10 +233,14 @@ void recv_complete(RecvRequest* r, int error) noexcept {
         r->wire_id = 0;
     }
     rget_release_recv(r);
+    cancel_deferred(r);
     ompi_request_t* req = &r->base.req_base.req_ompi;
     req->req_status._ucount = r->bytes_received;
-    if (error == OMPI_SUCCESS && r->msg_len > r->base.req_bytes_packed)
+    if (error == OMPI_SUCCESS && r->msg_len > r->base.req_bytes_packed) {
+        // As ob1: a truncated receive reports the sender's full length.
         error = MPI_ERR_TRUNCATE;
+        req->req_status._ucount = r->msg_len;
+    }
     req->req_status.MPI_ERROR = error;
     r->base.req_base.req_pml_complete = true;
     if (r->base.req_base.req_free_called) {

@@ -164,12 +164,18 @@ void schedule_frags(SendRequest* r) noexcept {
         }
         if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
             // Out of descriptors: resume from progress once some complete.
-            state().pending.emplace_back([r] {
-                const auto before = r->bytes_scheduled;
-                schedule_frags(r);
-                check_send_done(r);
-                return r->bytes_scheduled != before || r->bytes_scheduled >= r->bytes_target;
-            });
+            // One queued retry per request; completing the request drops it.
+            if (!r->frags_deferred) {
+                r->frags_deferred = true;
+                defer(r, [r] {
+                    r->frags_deferred = false;
+                    if (!r->failed && !r->base.req_base.req_pml_complete) {
+                        schedule_frags(r);  // queues a new retry if still short
+                        check_send_done(r);
+                    }
+                    return true;
+                });
+            }
             break;
         }
         plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
@@ -302,7 +308,10 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
 
     core::Engine& eng = *s.engine;
-    if (!sync && btl_eager > core::kMatchHeaderSize &&
+    const core::PeerId peer = r->peer;
+    // A retry after running out of resources keeps the protocol chosen first
+    // (an RNDV already has its wire id and expects a CTS).
+    if (!r->rndv && !sync && btl_eager > core::kMatchHeaderSize &&
         size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize) &&
         eng.try_charge_eager(r->peer, size)) {
         std::size_t len = size;
@@ -315,12 +324,14 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
                 (void)core::encode(h, out);
             });
         if (rc != OMPI_SUCCESS) {
-            eng.uncharge_eager(r->peer, size);
+            eng.uncharge_eager(peer, size);
             return rc;
         }
-        eng.uncharge_eager(r->peer, size - len);
+        eng.uncharge_eager(peer, size - len);
         // The data now sits in the BTL's buffer: the user's buffer is free.
-        send_mpi_complete(r, OMPI_SUCCESS);
+        // (An inline completion may already have finished the request.)
+        if (!r->base.req_base.req_pml_complete)
+            send_mpi_complete(r, OMPI_SUCCESS);
         return rc;
     }
 
@@ -382,12 +393,15 @@ int start_send(SendRequest* r) noexcept {
     const std::uint16_t seq = matcher->next_send_seq(b.req_peer);
     const int rc = send_first_frame(r, seq);
     if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
-        s.pending.emplace_back([r, seq] {
+        defer(r, [r, seq] {
             const int again = send_first_frame(r, seq);
             if (again == OMPI_ERR_OUT_OF_RESOURCE)
                 return false;
             if (again != OMPI_SUCCESS) {
-                plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
+                // The msg_seq is spent: later messages to this rank on this
+                // communicator cannot match until the reliability layer can
+                // resend on another path. Say so loudly.
+                plugin::common::logf(*state().log, plugin::common::LogLevel::Error,
                                      "send to peer %u: cannot send the first frame (error %d)",
                                      r->peer, again);
                 r->failed = true;
@@ -434,14 +448,19 @@ void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexce
         des->des_segments[0].seg_len = bytes.size();
         des->des_cbfunc = control_frame_done;
         des->des_cbdata = nullptr;
-        if (mca_bml_base_send(bb, des, kBtlTag) < 0) {
+        const int rc = mca_bml_base_send(bb, des, kBtlTag);
+        if (rc < 0) {
             mca_bml_base_free(bb, des);
-            return false;
+            if (rc == OMPI_ERR_OUT_OF_RESOURCE)
+                return false;
+            // A dead endpoint will not get better by retrying.
+            plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
+                                 "control frame dropped (BTL error %d)", rc);
         }
         return true;
     };
-    if (!s.pending.empty() || !attempt())
-        s.pending.emplace_back(std::move(attempt));
+    if (!attempt())
+        defer(nullptr, std::move(attempt));
 }
 
 int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
@@ -464,6 +483,7 @@ int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
     if (rc != OMPI_SUCCESS) {
         plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
                              "send to rank %d failed to start: %d", dst, rc);
+        release_send_resources(r);
         r->base.req_base.req_pml_complete = true;
         r->base.req_base.req_free_called = true;
         MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
