@@ -37,7 +37,8 @@ TEST(PmlDrConfig, RejectsOutOfRange) {
 TEST(PmlDrScheduler, SplitsInProportionToWeights) {
     const std::array<double, 3> weights{3.0, 1.0, 0.0};
     std::array<std::uint64_t, 3> assigned{};
-    for (int i = 0; i < 4000; ++i) assigned[pick_weighted(weights, assigned)] += 1000;
+    for (int i = 0; i < 4000; ++i)
+        assigned[pick_weighted(weights, assigned)] += 1000;
     // 3:1 between the two real paths; the zero-weight path only as a tie-breaker of last resort.
     EXPECT_NEAR(static_cast<double>(assigned[0]) / static_cast<double>(assigned[1]), 3.0, 0.01);
     EXPECT_LE(assigned[2], 1000u);

@@ -4,7 +4,8 @@
 
 namespace pml::dr::core {
 
-std::size_t pick_weighted(std::span<const double> weights, std::span<const std::uint64_t> assigned) noexcept {
+std::size_t pick_weighted(std::span<const double> weights,
+                          std::span<const std::uint64_t> assigned) noexcept {
     constexpr double kTinyWeight = 1e-6;
     const std::size_t n = std::min(weights.size(), assigned.size());
     std::size_t best = 0;

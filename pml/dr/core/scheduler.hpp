@@ -14,6 +14,7 @@ inline constexpr std::size_t kMaxSchedPaths = 8;
 // weights[i] > 0 is path i's relative bandwidth (non-positive counts as a
 // tiny weight, so such a path is used last); assigned[i] the bytes it got.
 // Returns the index to use next; 0 for an empty or single-path set.
-std::size_t pick_weighted(std::span<const double> weights, std::span<const std::uint64_t> assigned) noexcept;
+std::size_t pick_weighted(std::span<const double> weights,
+                          std::span<const std::uint64_t> assigned) noexcept;
 
 }  // namespace pml::dr::core

@@ -144,8 +144,8 @@ SendRequest* fresh_copy(SendRequest* old) noexcept {
     mca_pml_base_request_t& ob = old->base.req_base;
     r->base.req_base.req_proc = ob.req_proc;
     ompi_communicator_t* comm = ob.req_comm;  // the macro pastes `comm` into a field name
-    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, ob.req_addr, ob.req_count, ob.req_datatype, ob.req_peer,
-                                   ob.req_tag, comm, old->base.req_send_mode, true, 0);
+    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, ob.req_addr, ob.req_count, ob.req_datatype,
+                                   ob.req_peer, ob.req_tag, comm, old->base.req_send_mode, true, 0);
     r->base.req_base.req_ompi.req_complete_cb = ob.req_ompi.req_complete_cb;
     r->base.req_base.req_ompi.req_complete_cb_data = ob.req_ompi.req_complete_cb_data;
     ob.req_free_called = true;
@@ -240,7 +240,8 @@ int start(size_t count, ompi_request_t** requests) noexcept {
 
 int progress() noexcept {
     State& s = state();
-    if (s.pending_count.load(std::memory_order_relaxed) == 0) return 0;
+    if (s.pending_count.load(std::memory_order_relaxed) == 0)
+        return 0;
     Guard g;
     int done = 0;
     // One pass over what is queued now, oldest first; work that still cannot
@@ -266,7 +267,8 @@ void defer(const void* owner, std::function<bool()> retry) {
 
 void cancel_deferred(const void* owner) noexcept {
     State& s = state();
-    if (s.pending.empty()) return;
+    if (s.pending.empty())
+        return;
     std::erase_if(s.pending, [owner](const Deferred& d) { return d.owner == owner; });
     s.pending_count.store(s.pending.size(), std::memory_order_relaxed);
 }

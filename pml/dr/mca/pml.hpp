@@ -36,7 +36,7 @@ struct SendRequest {
     bool rndv;
     bool cts_received;
     bool failed;
-    bool scheduling;  // inside schedule_frags: completions only note progress
+    bool scheduling;      // inside schedule_frags: completions only note progress
     bool frags_deferred;  // a schedule_frags retry is queued
     std::uint64_t path_bytes[core::kMaxSchedPaths];  // frag bytes per send BTL, for weighting
     // RGET: the BTL and registration the receiver reads our buffer through.

@@ -179,8 +179,9 @@ void mark_send_started(SendRequest* r) noexcept {
         // The previous round pointed the convertor at its (freed) copy in
         // the attached buffer: start again from the user's data.
         r->base.req_addr = b.req_addr;
-        opal_convertor_copy_and_prepare_for_send(b.req_proc->super.proc_convertor, &b.req_datatype->super,
-                                                 b.req_count, b.req_addr, 0, &b.req_convertor);
+        opal_convertor_copy_and_prepare_for_send(b.req_proc->super.proc_convertor,
+                                                 &b.req_datatype->super, b.req_count, b.req_addr, 0,
+                                                 &b.req_convertor);
         return;
     }
     size_t zero = 0;

@@ -1,0 +1,311 @@
+// The reliability channel of pml dr, sans I/O: per-peer frame sequence
+// numbers, ACK/NACK, retransmission, duplicate suppression, failover between
+// paths and peer-death detection. It sits under the engine: every data frame
+// (MATCH, RNDV, CTS, FRAG, CREDIT) to a peer gets a per-peer `frame_seq`;
+// ACK frames themselves are unsequenced (frame_seq 0).
+//
+// Frames are opaque to the channel: the glue hands in a FrameToken (u64) and
+// owns the bytes. The channel decides the seq, when to (re)send and on which
+// path, and tells the glue through ChannelOutput. No clocks (time `now` comes
+// in with every call), no threads, no exceptions, no Open MPI.
+//
+// Vocabulary (DESIGN.md §4):
+//   frame  one BTL send, identified per peer by its frame_seq (u32, from 1)
+//   vfrag  64 consecutive seqs aligned on 64: vfrag id = seq / 64 (absolute,
+//          so both ends agree without negotiation; 2^32 is a multiple of 64,
+//          so the mapping survives wrap). One ACK reports one vfrag.
+//   path   peer x BTL module, the glue's PathId
+//
+// Sequence space: seq 0 means "no seq" on the wire, so it is never assigned:
+// after 0xFFFFFFFF comes 1. The receiver treats seq 0 as having arrived
+// (cumulative ack steps over it), the sender never has a frame with seq 0.
+// All comparisons go through plugin::common::seq_* (wrap-safe).
+//
+// Sender (per peer):
+//   - a window of at most `window` frames not yet released (a frame is
+//     released once acknowledged by the peer AND every local completion the
+//     BTL owes for it came back); submit() reports WindowFull beyond that and
+//     the glue queues.
+//   - ACK {cum_seq, sack_base, sack_mask}: every seq <= cum arrived, bit i of
+//     the mask: seq sack_base + i arrived (sack_base is a vfrag base).
+//   - NACK: a frame still unacked below the highest seq an ACK newly
+//     acknowledges is resent at once, but only if a frame transmitted *later on
+//     the same path* was among those newly acknowledged (a RACK-style guard: it
+//     keeps striping over several paths and reordering from causing spurious
+//     resends, and resends a lost resend only once something sent after it
+//     got through).
+//   - ACK timer per path, armed while the path has unacked frames (restarted on
+//     progress, as TCP's RTO): on expiry every frame on that path unacked for at
+//     least ack_timeout is resent and the next wait is backoff(ack_timeout, k)
+//     (backoff.hpp); the (ack_retries+1)-th expiry without progress fails the
+//     path. An expiry that finds nothing old enough to resend does not count;
+//     frames the BTL still holds (completion owed) are the watchdog's.
+//   - watchdog per path for local completion (the BTL's des_cbfunc): armed
+//     while completions are outstanding on the path, restarted by any
+//     completion; the (watchdog_retries+1)-th expiry fails the path. A frame
+//     is never handed to a path that still owes its completion for that frame
+//     (so the BTL never holds two descriptors for one frame).
+//   - path failed (ack retries, watchdog, a completion with error, or
+//     remove_path()): every unacked frame on it is re-driven on the next live
+//     path (round-robin order after the failed one); no live path left -> the
+//     peer is dead.
+//   - peer dead also when the peer has unacked frames and acknowledged nothing
+//     for peer_dead_timeout.
+//   - path choice for new frames: the glue's hint when that path is usable
+//     (so the glue keeps its BML weighting), otherwise round-robin over the
+//     peer's paths, Alive before Suspect ones.
+//
+// Receiver (per peer):
+//   - cumulative seq + a ring bitmap of `window` bits for the seqs after it:
+//     memory is bounded, a seq at or below cum or with its bit set is a
+//     duplicate (re-acked at once: the earlier ACK may be lost, never
+//     re-delivered); a seq more than `window` ahead is dropped unacked (an
+//     honest sender never gets there; a later resend lands in the window).
+//   - ACKs coalesce: after `ack_every` delivered frames or `ack_delay` after
+//     the first unacked one; one ACK per vfrag that saw arrivals above cum (a
+//     bare cumulative ACK when there is none); sent on the path the latest
+//     data came on (another live path if the channel declared that one failed).
+//
+// Output discipline: outputs are queued and handed to ChannelOutput at the end
+// of the outermost public call, after the channel's state is consistent. The
+// output's methods may call back into the channel (submit from acked(),
+// on_local_complete from inside transmit(), ...); such nested calls act at once
+// and their outputs join the same queue. Consequently transmit() for a frame
+// may run before submit() has returned its seq: FrameRef carries it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config.hpp"
+#include "log.hpp"
+#include "matching.hpp"
+#include "time.hpp"
+
+namespace pml::dr::core {
+
+using plugin::common::Micros;
+
+using PathId = std::uint64_t;      // the glue's id of a (peer, BTL module)
+using FrameToken = std::uint64_t;  // the glue's handle of a frame's bytes
+
+inline constexpr PathId kAnyPath = ~PathId{0};
+inline constexpr std::uint32_t kVfragFrames = 64;  // width of the ACK bitmask
+inline constexpr unsigned kMaxPathsPerPeer = 32;   // per-frame path bitmasks are u32
+
+struct FrameRef {
+    std::uint32_t seq = 0;
+    FrameToken token = 0;
+    friend bool operator==(const FrameRef&, const FrameRef&) = default;
+};
+
+// The payload of an ACK frame (wire.hpp AckHdr). sack_mask == 0 means "no
+// selective part"; sack_base is then 0.
+struct AckInfo {
+    std::uint32_t cum_seq = 0;
+    std::uint32_t sack_base = 0;
+    std::uint64_t sack_mask = 0;
+    friend bool operator==(const AckInfo&, const AckInfo&) = default;
+};
+
+enum class Verdict : std::uint8_t {
+    Deliver,    // first arrival: hand the frame to the engine
+    Duplicate,  // seen before: drop it (it was re-acked)
+    Drop,       // not acceptable now (too far ahead, seq 0, unknown or dead peer)
+};
+std::string_view to_string(Verdict v) noexcept;
+
+enum class SubmitStatus : std::uint8_t { Ok, WindowFull, NoPath, PeerDead, UnknownPeer };
+std::string_view to_string(SubmitStatus s) noexcept;
+
+struct SubmitResult {
+    SubmitStatus status = SubmitStatus::UnknownPeer;
+    std::uint32_t seq = 0;  // valid when ok()
+    [[nodiscard]] bool ok() const noexcept { return status == SubmitStatus::Ok; }
+};
+
+// State machines (house style: enum class + name table + one checked
+// transition() that logs `old -> new (reason)`).
+enum class PathState : std::uint8_t {
+    Alive,    // usable, no unanswered timer expiry
+    Suspect,  // an ACK timer or watchdog expired; still used, less preferred
+    Failed,   // never used again unless add_path() re-adds it
+};
+enum class PeerState : std::uint8_t { Alive, Dead };
+enum class FrameState : std::uint8_t {
+    Free,      // slot unused, or the frame was released
+    InFlight,  // sent (or queued to be sent), not acknowledged
+    Acked,     // acknowledged, waiting for outstanding local completions
+};
+std::string_view to_string(PathState s) noexcept;
+std::string_view to_string(PeerState s) noexcept;
+std::string_view to_string(FrameState s) noexcept;
+bool transition_allowed(PathState from, PathState to) noexcept;
+bool transition_allowed(PeerState from, PeerState to) noexcept;
+bool transition_allowed(FrameState from, FrameState to) noexcept;
+
+struct ChannelParams {
+    unsigned window = 256;    // frames per peer in flight; power of two, 64..4096; both ends equal
+    unsigned ack_every = 16;  // delivered frames that trigger an ACK at once
+    Micros ack_delay = 200;   // longest an arrival waits for its ACK
+    Micros ack_timeout = 10 * plugin::common::kSeconds;
+    unsigned ack_retries = 3;
+    Micros watchdog_timeout = 5 * plugin::common::kSeconds;
+    unsigned watchdog_retries = 1;
+    Micros peer_dead_timeout = 60 * plugin::common::kSeconds;
+    unsigned max_paths = 8;       // per peer, 1..kMaxPathsPerPeer
+    std::uint32_t first_seq = 1;  // != 0; both ends equal (tests start near the wrap)
+};
+
+// Timer/retry values from the validated Config; the rest keep their defaults.
+ChannelParams channel_params(const Config& config) noexcept;
+// Empty on success, otherwise what is wrong.
+std::string validate(const ChannelParams& params);
+
+struct PathCounters {
+    std::uint64_t frames_sent = 0;  // transmissions, resends included
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t retransmits = 0;
+    std::uint64_t frames_received = 0;  // delivered data frames that came on this path
+    std::uint64_t bytes_received = 0;
+    std::uint64_t acks_sent = 0;
+    std::uint64_t acks_received = 0;
+    std::uint64_t ack_timeouts = 0;  // expiries that resent something
+    std::uint64_t watchdog_timeouts = 0;
+    std::uint64_t local_errors = 0;  // completions with error
+    std::uint64_t redriven = 0;      // frames moved off this path when it failed
+    std::uint64_t failures = 0;      // times this path was declared failed
+};
+
+struct PeerCounters {
+    // sender
+    std::uint64_t frames_submitted = 0;
+    std::uint64_t frames_sent = 0;  // transmissions, resends included
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t retransmits = 0;  // = nack + timeout + failover resends
+    std::uint64_t nack_retransmits = 0;
+    std::uint64_t timeout_retransmits = 0;
+    std::uint64_t failover_retransmits = 0;
+    std::uint64_t frames_acked = 0;
+    std::uint64_t frames_abandoned = 0;  // unacked when the peer died or was removed
+    std::uint64_t window_full = 0;       // submit() answered WindowFull
+    std::uint64_t acks_received = 0;
+    std::uint64_t dup_acks = 0;    // valid but acknowledging nothing new
+    std::uint64_t stale_acks = 0;  // cum_seq below one already seen (reordered)
+    std::uint64_t bad_acks = 0;    // acknowledging seqs never sent, misaligned sack_base
+    std::uint64_t ack_timeouts = 0;
+    std::uint64_t watchdog_timeouts = 0;
+    std::uint64_t local_errors = 0;
+    std::uint64_t stale_completions = 0;  // for frames/paths the channel no longer tracks
+    std::uint64_t failovers = 0;          // path failures that re-drove frames elsewhere
+    std::uint64_t paths_lost = 0;
+    // receiver
+    std::uint64_t frames_delivered = 0;
+    std::uint64_t bytes_delivered = 0;
+    std::uint64_t duplicates_dropped = 0;
+    std::uint64_t too_far_dropped = 0;
+    std::uint64_t bad_seq = 0;  // data with frame_seq 0
+    std::uint64_t acks_sent = 0;
+    std::uint64_t acks_unsent = 0;  // no usable path to send an ACK on
+};
+
+class ChannelOutput {
+  public:
+    virtual ~ChannelOutput() = default;
+    // Put frame `ref` (stamped with ref.seq) on `path`. Each call is owed one
+    // on_local_complete(peer, path, ref, ...) unless the path fails first.
+    virtual void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) = 0;
+    // Send an (unsequenced) ACK frame on `path`. No completion is expected.
+    virtual void send_ack(PeerId peer, PathId path, const AckInfo& ack) = 0;
+    // The channel stopped using `path` (emitted for remove_path() too). Later
+    // completions from it are ignored; buffers the BTL may still hold are the
+    // glue's business.
+    virtual void path_failed(PeerId peer, PathId path) = 0;
+    // Every abandoned()/acked() of the peer's frames precedes this; the peer's
+    // pending and future requests must fail.
+    virtual void peer_dead(PeerId peer) = 0;
+    // The frame is acknowledged by the peer and no BTL owes a completion for it:
+    // its resources (retransmit copy, borrowed user buffer) can be released.
+    virtual void acked(PeerId peer, FrameToken token) = 0;
+    // The frame will never be acknowledged (peer dead or removed).
+    virtual void abandoned(PeerId peer, FrameToken token) = 0;
+};
+
+class ReliableChannel {
+  public:
+    // `params` must pass validate() (otherwise the defaults are used, logged).
+    ReliableChannel(const ChannelParams& params, ChannelOutput& out,
+                    plugin::common::LogSink& log = plugin::common::NullLogSink::instance());
+    ~ReliableChannel();
+    ReliableChannel(const ReliableChannel&) = delete;
+    ReliableChannel& operator=(const ReliableChannel&) = delete;
+
+    // --- peers and paths (from the glue's add_procs / BTL error callbacks)
+    void add_peer(PeerId peer);
+    // Forget a peer without declaring it dead (finalize): its unreleased frames
+    // are reported acked (if acknowledged) or abandoned.
+    void remove_peer(PeerId peer);
+    // false: unknown or dead peer, or max_paths reached. Re-adding a failed
+    // path revives it.
+    bool add_path(PeerId peer, PathId path);
+    // The BTL reported an error: fail the path now and re-drive its frames.
+    void remove_path(PeerId peer, PathId path, Micros now);
+
+    // --- sender
+    SubmitResult submit(PeerId peer, FrameToken token, Micros now, std::size_t bytes = 0,
+                        PathId hint = kAnyPath);
+    [[nodiscard]] bool can_submit(PeerId peer) const noexcept;
+    // The BTL finished with a transmission of `ref` on `path` (ok=false: it
+    // failed, which fails the path).
+    void on_local_complete(PeerId peer, PathId path, FrameRef ref, bool ok, Micros now);
+    void on_ack(PeerId peer, PathId path, const AckInfo& ack, Micros now);
+
+    // --- receiver: a data frame with `seq` arrived intact on `path`.
+    Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0);
+
+    // --- timers as data
+    [[nodiscard]] Micros next_deadline() const noexcept;
+    void on_timer(Micros now);
+
+    // --- observation
+    [[nodiscard]] const ChannelParams& params() const noexcept { return params_; }
+    [[nodiscard]] bool has_peer(PeerId peer) const noexcept;
+    // Unknown peers read as Dead, unknown paths as Failed.
+    [[nodiscard]] PeerState peer_state(PeerId peer) const noexcept;
+    [[nodiscard]] PathState path_state(PeerId peer, PathId path) const noexcept;
+    [[nodiscard]] const PeerCounters* counters(PeerId peer) const noexcept;
+    [[nodiscard]] const PathCounters* path_counters(PeerId peer, PathId path) const noexcept;
+    [[nodiscard]] std::vector<PathId> paths(PeerId peer) const;
+    // Frames holding a window slot (unacked, or acked but owed a completion).
+    [[nodiscard]] std::size_t unreleased(PeerId peer) const noexcept;
+    [[nodiscard]] std::size_t unacked(PeerId peer) const noexcept;
+    // Bytes of per-peer state: bounded by peers x (window, paths), independent
+    // of how many frames were ever sent.
+    [[nodiscard]] std::size_t memory_bytes() const noexcept;
+
+  private:
+    struct Peer;  // per-peer state (channel.cpp)
+    struct Output;
+    struct Ops;  // the implementation's helpers (channel.cpp)
+
+    Peer* find(PeerId peer) noexcept;
+    [[nodiscard]] const Peer* find(PeerId peer) const noexcept;
+    void reschedule(PeerId id) noexcept;
+    void flush_outputs();
+
+    ChannelParams params_;
+    ChannelOutput& out_;
+    plugin::common::LogSink& log_;
+    std::vector<std::unique_ptr<Peer>> peers_;    // indexed by PeerId
+    std::set<std::pair<Micros, PeerId>> timers_;  // one entry per peer with a deadline
+    std::vector<Output> queue_;                   // outputs not yet handed to out_
+    std::vector<PeerId> due_;                     // scratch for on_timer
+    bool draining_ = false;
+};
+
+}  // namespace pml::dr::core

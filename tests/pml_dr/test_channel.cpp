@@ -1,0 +1,789 @@
+// ReliableChannel unit tests: sequence numbers and wrap, ACK bitmask (NACK)
+// semantics, coalescing, duplicate suppression, bogus ACKs, timer back-off,
+// failover, peer death, window back-pressure, local completions, bounded
+// memory. Time is virtual: every call gets `now` from the test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "backoff.hpp"
+#include "channel.hpp"
+
+namespace {
+
+using namespace pml::dr::core;
+using plugin::common::kNever;
+
+constexpr PeerId kPeer = 0;
+constexpr PathId kP1 = 10;
+constexpr PathId kP2 = 20;
+
+// Records every output. With auto_complete the BTL "finishes" each
+// transmission at once, from inside transmit(): a nested channel call.
+struct Rec : ChannelOutput {
+    struct Tx {
+        PeerId peer;
+        PathId path;
+        FrameRef ref;
+        bool retx;
+        Micros at;
+    };
+    struct Ack {
+        PeerId peer;
+        PathId path;
+        AckInfo ack;
+    };
+    ReliableChannel* ch = nullptr;
+    bool auto_complete = true;
+    Micros now = 0;
+    std::vector<Tx> tx;
+    std::vector<Ack> acks;
+    std::vector<PathId> failed;
+    std::vector<Micros> failed_at;
+    std::vector<PeerId> dead;
+    std::vector<Micros> dead_at;
+    std::vector<FrameToken> acked_tokens;
+    std::vector<FrameToken> abandoned_tokens;
+    std::function<void(FrameToken)> on_acked;
+
+    void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override {
+        tx.push_back(Tx{peer, path, ref, retransmit, now});
+        if (auto_complete && ch != nullptr)
+            ch->on_local_complete(peer, path, ref, true, now);
+    }
+    void send_ack(PeerId peer, PathId path, const AckInfo& ack) override {
+        acks.push_back(Ack{peer, path, ack});
+    }
+    void path_failed(PeerId, PathId path) override {
+        failed.push_back(path);
+        failed_at.push_back(now);
+    }
+    void peer_dead(PeerId peer) override {
+        dead.push_back(peer);
+        dead_at.push_back(now);
+    }
+    void acked(PeerId, FrameToken token) override {
+        acked_tokens.push_back(token);
+        if (on_acked)
+            on_acked(token);
+    }
+    void abandoned(PeerId, FrameToken token) override { abandoned_tokens.push_back(token); }
+
+    [[nodiscard]] std::vector<std::uint32_t> retransmitted_seqs(std::size_t from = 0) const {
+        std::vector<std::uint32_t> out;
+        for (std::size_t i = from; i < tx.size(); ++i)
+            if (tx[i].retx)
+                out.push_back(tx[i].ref.seq);
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+};
+
+ChannelParams test_params() {
+    ChannelParams p;
+    p.window = 64;
+    p.ack_every = 4;
+    p.ack_delay = 100;
+    p.ack_timeout = 1000;
+    p.ack_retries = 2;
+    p.watchdog_timeout = 500;
+    p.watchdog_retries = 1;
+    p.peer_dead_timeout = 1'000'000'000;
+    return p;
+}
+
+// One sender channel towards kPeer with paths kP1 and kP2.
+struct Sender {
+    Rec out;
+    ReliableChannel ch;
+    explicit Sender(const ChannelParams& p = test_params(), bool two_paths = true) : ch(p, out) {
+        out.ch = &ch;
+        ch.add_peer(kPeer);
+        EXPECT_TRUE(ch.add_path(kPeer, kP1));
+        if (two_paths) {
+            EXPECT_TRUE(ch.add_path(kPeer, kP2));
+        }
+    }
+    std::uint32_t submit(FrameToken token, PathId hint = kAnyPath) {
+        const SubmitResult r = ch.submit(kPeer, token, out.now, 100, hint);
+        EXPECT_TRUE(r.ok()) << to_string(r.status);
+        return r.seq;
+    }
+    // Fires timers up to `until` (inclusive) in deadline order.
+    void run_timers(Micros until) {
+        for (int guard = 0; guard < 100000; ++guard) {
+            const Micros d = ch.next_deadline();
+            if (d == kNever || d > until)
+                break;
+            out.now = std::max(out.now, d);
+            ch.on_timer(out.now);
+        }
+        out.now = std::max(out.now, until);
+    }
+    void ack(std::uint32_t cum, std::uint32_t base = 0, std::uint64_t mask = 0, PathId path = kP1) {
+        ch.on_ack(kPeer, path, AckInfo{cum, base, mask}, out.now);
+    }
+};
+
+// Sender A and receiver B joined by a loss-free or scripted "wire".
+struct Pair {
+    Rec a_out;
+    Rec b_out;
+    ReliableChannel a;
+    ReliableChannel b;
+    Micros now = 0;
+    std::size_t tx_done = 0;
+    std::size_t ack_done = 0;
+    std::map<std::uint32_t, int> deliveries;  // seq -> times Deliver
+    std::uint64_t delivered = 0;
+
+    explicit Pair(const ChannelParams& p) : a(p, a_out), b(p, b_out) {
+        a_out.ch = &a;
+        b_out.ch = &b;
+        a.add_peer(kPeer);
+        b.add_peer(kPeer);
+        a.add_path(kPeer, kP1);
+        b.add_path(kPeer, kP1);
+    }
+    // Moves frames A->B (dropping those `drop` selects) and ACKs B->A until quiet.
+    void pump(const std::function<bool(const Rec::Tx&)>& drop = {}) {
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            a_out.now = b_out.now = now;
+            while (tx_done < a_out.tx.size()) {
+                const Rec::Tx t = a_out.tx[tx_done++];
+                moved = true;
+                if (drop && drop(t))
+                    continue;
+                if (b.on_data(kPeer, t.path, t.ref.seq, now) == Verdict::Deliver) {
+                    ++deliveries[t.ref.seq];
+                    ++delivered;
+                }
+            }
+            while (ack_done < b_out.acks.size()) {
+                const Rec::Ack k = b_out.acks[ack_done++];
+                moved = true;
+                a.on_ack(kPeer, k.path, k.ack, now);
+            }
+        }
+    }
+    // Advances virtual time to the next timer of either side and fires it.
+    bool step_timer() {
+        const Micros d = std::min(a.next_deadline(), b.next_deadline());
+        if (d == kNever)
+            return false;
+        now = std::max(now, d);
+        a_out.now = b_out.now = now;
+        a.on_timer(now);
+        b.on_timer(now);
+        return true;
+    }
+};
+
+// ---------------------------------------------------------------- seq
+
+TEST(ChannelSeq, StartsAtOneIncrementsAndRoundRobinsPaths) {
+    Sender s;
+    std::vector<std::uint32_t> seqs;
+    for (FrameToken t = 100; t < 105; ++t)
+        seqs.push_back(s.submit(t));
+    EXPECT_EQ(seqs, (std::vector<std::uint32_t>{1, 2, 3, 4, 5}));
+    ASSERT_EQ(s.out.tx.size(), 5u);
+    for (std::size_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(s.out.tx[i].ref.token, 100 + i);
+        EXPECT_FALSE(s.out.tx[i].retx);
+        EXPECT_EQ(s.out.tx[i].path, i % 2 == 0 ? kP1 : kP2);
+    }
+    // A usable hint wins over round-robin.
+    s.submit(200, kP2);
+    s.submit(201, kP2);
+    EXPECT_EQ(s.out.tx[5].path, kP2);
+    EXPECT_EQ(s.out.tx[6].path, kP2);
+    EXPECT_EQ(s.ch.counters(kPeer)->frames_submitted, 7u);
+}
+
+TEST(ChannelSeq, WrapsPast2To32SkippingZeroAndDeliversExactlyOnce) {
+    ChannelParams p = test_params();
+    p.first_seq = 0xFFFFFFF0u;
+    Pair w(p);
+    std::vector<std::uint32_t> seqs;
+    FrameToken token = 1;
+    int n = 0;
+    // 300 frames across the wrap, every 7th first transmission lost.
+    for (int round = 0; round < 1000 && (n < 300 || w.a.unreleased(kPeer) > 0); ++round) {
+        while (n < 300) {
+            const SubmitResult r = w.a.submit(kPeer, token, w.now);
+            if (!r.ok())
+                break;
+            seqs.push_back(r.seq);
+            ++token;
+            ++n;
+        }
+        w.pump([](const Rec::Tx& t) { return !t.retx && t.ref.seq % 7 == 0; });
+        w.step_timer();  // tail losses: only the ACK timer finds them
+        w.pump();
+    }
+    ASSERT_EQ(seqs.size(), 300u);
+    EXPECT_EQ(seqs[0], 0xFFFFFFF0u);
+    EXPECT_EQ(seqs[15], 0xFFFFFFFFu);
+    EXPECT_EQ(seqs[16], 1u) << "seq 0 means 'none' on the wire and is skipped";
+    EXPECT_EQ(std::count(seqs.begin(), seqs.end(), 0u), 0);
+    EXPECT_EQ(w.delivered, 300u);
+    for (const auto& [seq, times] : w.deliveries)
+        EXPECT_EQ(times, 1) << "seq " << seq;
+    EXPECT_EQ(w.a_out.acked_tokens.size(), 300u);
+    EXPECT_EQ(w.a.unreleased(kPeer), 0u);
+    EXPECT_GT(w.a.counters(kPeer)->nack_retransmits, 0u);
+}
+
+// ---------------------------------------------------------------- ACK / NACK
+
+std::uint64_t bits(std::initializer_list<unsigned> seqs) {
+    std::uint64_t m = 0;
+    for (unsigned s : seqs)
+        m |= std::uint64_t{1} << s;
+    return m;
+}
+
+TEST(ChannelAck, BitmaskNacksOnlyMissingFramesBelowTheHighestAcked) {
+    Sender s(test_params(), false);
+    for (FrameToken t = 1; t <= 12; ++t)
+        s.submit(t);  // seqs 1..12 == tokens
+    const std::size_t before = s.out.tx.size();
+    // 1, 2 cumulative; 4-6 and 8-10 selectively; 3 and 7 missing; 11, 12 unknown.
+    s.ack(2, 0, bits({0, 1, 2, 4, 5, 6, 8, 9, 10}));
+    EXPECT_EQ(s.out.retransmitted_seqs(before), (std::vector<std::uint32_t>{3, 7}));
+    std::vector<FrameToken> acked = s.out.acked_tokens;
+    std::sort(acked.begin(), acked.end());
+    EXPECT_EQ(acked, (std::vector<FrameToken>{1, 2, 4, 5, 6, 8, 9, 10}));
+    EXPECT_EQ(s.ch.counters(kPeer)->nack_retransmits, 2u);
+    EXPECT_EQ(s.ch.unacked(kPeer), 4u);  // 3, 7, 11, 12
+
+    // The same information again is a duplicate ACK: nothing resent.
+    const std::size_t mid = s.out.tx.size();
+    s.ack(2, 0, bits({0, 1, 2, 4, 5, 6, 8, 9, 10}));
+    EXPECT_EQ(s.out.tx.size(), mid);
+    EXPECT_EQ(s.ch.counters(kPeer)->dup_acks, 1u);
+
+    // 11 was transmitted before the resends of 3 and 7: acking it proves
+    // nothing about them, so no second resend yet.
+    s.ack(2, 0, bits({0, 1, 2, 4, 5, 6, 8, 9, 10, 11}));
+    EXPECT_EQ(s.out.tx.size(), mid);
+    // 13 goes out after the resends; once it is acked, 3 and 7 are resent
+    // again, and so is 12 (sent before 13, still missing).
+    s.submit(13);
+    s.ack(2, 0, bits({0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 13}));
+    EXPECT_EQ(s.out.retransmitted_seqs(mid), (std::vector<std::uint32_t>{3, 7, 12}));
+    // Finally everything.
+    s.ack(13);
+    EXPECT_EQ(s.out.acked_tokens.size(), 13u);
+    EXPECT_EQ(s.ch.unreleased(kPeer), 0u);
+    EXPECT_EQ(s.ch.next_deadline(), kNever) << "nothing left to time";
+}
+
+TEST(ChannelAck, ReorderedFrameOnAnotherPathIsNotNacked) {
+    Sender s;
+    s.submit(1, kP1);  // seq 1 on the slow path
+    s.submit(2, kP2);  // seq 2 on the fast path
+    const std::size_t before = s.out.tx.size();
+    s.ack(0, 0, bits({2}), kP2);
+    EXPECT_TRUE(s.out.retransmitted_seqs(before).empty());
+    s.submit(3, kP1);
+    s.ack(0, 0, bits({2, 3}), kP1);  // 3, sent later on 1's path, arrived: 1 is lost
+    EXPECT_EQ(s.out.retransmitted_seqs(before), (std::vector<std::uint32_t>{1}));
+}
+
+TEST(ChannelAck, BogusStaleAndDuplicateAcksAreIgnoredAndCounted) {
+    Sender s(test_params(), false);
+    s.ack(0);  // before anything was sent: harmless repeat of the initial state
+    EXPECT_EQ(s.ch.counters(kPeer)->dup_acks, 1u);
+    for (FrameToken t = 1; t <= 5; ++t)
+        s.submit(t);
+    const std::size_t tx_before = s.out.tx.size();
+
+    s.ack(6);                // cum beyond anything sent
+    s.ack(0, 0, bits({7}));  // sack of a seq never sent
+    s.ack(0, 5, 1);          // sack_base not a vfrag base
+    s.ack(0, 64, 0);         // base without mask (reserved must be zero)
+    s.ack(0x7FFFFFFFu);      // far ahead
+    s.ack(0, 64, 1);         // the next vfrag: never sent
+    const PeerCounters& c = *s.ch.counters(kPeer);
+    EXPECT_EQ(c.bad_acks, 6u);
+    EXPECT_TRUE(s.out.acked_tokens.empty());
+    EXPECT_EQ(s.out.tx.size(), tx_before);
+    EXPECT_EQ(s.ch.unacked(kPeer), 5u);
+
+    s.ack(3);
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1, 2, 3}));
+    s.ack(2);  // reordered older ACK
+    EXPECT_EQ(c.stale_acks, 1u);
+    s.ack(3);  // repeat
+    EXPECT_EQ(c.dup_acks, 2u);
+    s.ch.on_ack(99, kP1, AckInfo{1, 0, 0}, 0);  // unknown peer: ignored, no crash
+    EXPECT_EQ(s.out.acked_tokens.size(), 3u);
+    EXPECT_EQ(c.acks_received, 10u);
+    EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->acks_received, 10u);
+}
+
+// ---------------------------------------------------------------- receiver
+
+TEST(ChannelReceiver, CoalescesAcksByCountAndDelay) {
+    Rec out;
+    ReliableChannel r(test_params(), out);  // ack_every 4, ack_delay 100
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    for (std::uint32_t s = 1; s <= 3; ++s)
+        EXPECT_EQ(r.on_data(kPeer, kP1, s, 0), Verdict::Deliver);
+    EXPECT_TRUE(out.acks.empty());
+    EXPECT_EQ(r.next_deadline(), 100);
+    r.on_timer(99);
+    EXPECT_TRUE(out.acks.empty());
+    r.on_timer(100);
+    ASSERT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(out.acks[0].ack, (AckInfo{3, 0, 0xF}));
+    EXPECT_EQ(out.acks[0].path, kP1);
+    EXPECT_EQ(r.next_deadline(), kNever);
+
+    // Four more: the fourth triggers the ACK at once, on the path it came on.
+    for (std::uint32_t s = 4; s <= 7; ++s)
+        r.on_data(kPeer, kP2, s, 200);
+    ASSERT_EQ(out.acks.size(), 2u);
+    EXPECT_EQ(out.acks[1].ack, (AckInfo{7, 0, 0xFF}));
+    EXPECT_EQ(out.acks[1].path, kP2);
+    EXPECT_EQ(r.next_deadline(), kNever);
+}
+
+TEST(ChannelReceiver, OneAckPerVfragWithArrivalsAboveCum) {
+    ChannelParams p = test_params();
+    p.window = 256;
+    p.ack_every = 1000;
+    Rec out;
+    ReliableChannel r(p, out);
+    r.add_peer(kPeer);
+    for (std::uint32_t s = 1; s <= 62; ++s)
+        r.on_data(kPeer, kP1, s, 0);
+    r.on_data(kPeer, kP1, 65, 0);
+    r.on_data(kPeer, kP1, 130, 0);
+    r.on_timer(r.next_deadline());
+    ASSERT_EQ(out.acks.size(), 3u);
+    EXPECT_EQ(out.acks[0].ack, (AckInfo{62, 0, ~0ull >> 1}));
+    EXPECT_EQ(out.acks[1].ack, (AckInfo{62, 64, bits({1})}));
+    EXPECT_EQ(out.acks[2].ack, (AckInfo{62, 128, bits({2})}));
+    // 63 arrives: cum moves to 63 (65 still waits for 64). vfrag 0 is then
+    // covered by cum alone and nothing else is new: a bare cumulative ACK.
+    r.on_data(kPeer, kP1, 63, 200);
+    r.on_timer(r.next_deadline());
+    ASSERT_EQ(out.acks.size(), 4u);
+    EXPECT_EQ(out.acks[3].ack, (AckInfo{63, 0, 0}));
+}
+
+TEST(ChannelReceiver, DuplicateIsReackedAtOnceAndNeverRedelivered) {
+    Rec out;
+    ReliableChannel r(test_params(), out);
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 1, 0), Verdict::Deliver);
+    EXPECT_TRUE(out.acks.empty());
+    EXPECT_EQ(r.on_data(kPeer, kP1, 1, 5), Verdict::Duplicate);
+    ASSERT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(out.acks[0].ack.cum_seq, 1u);
+    // Out of order: 5 then 5 again; the re-ack carries 5's bit.
+    EXPECT_EQ(r.on_data(kPeer, kP1, 5, 6), Verdict::Deliver);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 5, 7), Verdict::Duplicate);
+    ASSERT_EQ(out.acks.size(), 2u);
+    EXPECT_EQ(out.acks[1].ack, (AckInfo{1, 0, bits({0, 1, 5})}));
+    EXPECT_EQ(r.counters(kPeer)->duplicates_dropped, 2u);
+    EXPECT_EQ(r.counters(kPeer)->frames_delivered, 2u);
+    // seq 0 is never data.
+    EXPECT_EQ(r.on_data(kPeer, kP1, 0, 8), Verdict::Drop);
+    EXPECT_EQ(r.counters(kPeer)->bad_seq, 1u);
+    // Unknown peers are dropped.
+    EXPECT_EQ(r.on_data(7, kP1, 1, 8), Verdict::Drop);
+}
+
+TEST(ChannelReceiver, TooFarAheadIsDroppedUnacked) {
+    Rec out;
+    ReliableChannel r(test_params(), out);  // window 64
+    r.add_peer(kPeer);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 65, 0), Verdict::Drop);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 0x7FFFFFFFu, 0), Verdict::Drop);
+    EXPECT_EQ(r.next_deadline(), kNever);
+    EXPECT_TRUE(out.acks.empty());
+    EXPECT_EQ(r.counters(kPeer)->too_far_dropped, 2u);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 64, 0), Verdict::Deliver);  // the window's far edge
+    EXPECT_EQ(r.on_data(kPeer, kP1, 64, 0), Verdict::Duplicate);
+}
+
+TEST(ChannelReceiver, AckAvoidsAPathDeclaredFailed) {
+    Rec out;
+    ReliableChannel r(test_params(), out);
+    out.ch = &r;
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    r.add_path(kPeer, kP2);
+    r.remove_path(kPeer, kP1, 0);
+    r.on_data(kPeer, kP1, 1, 0);
+    r.on_data(kPeer, kP1, 1, 0);
+    ASSERT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(out.acks[0].path, kP2);
+}
+
+// ---------------------------------------------------------------- timers
+
+TEST(ChannelBackoff, LinearTable) {
+    EXPECT_EQ(backoff(10, 0), 10);
+    EXPECT_EQ(backoff(10, 1), 20);
+    EXPECT_EQ(backoff(10, 2), 30);
+    EXPECT_EQ(backoff(10, 3), 40);
+    EXPECT_EQ(backoff(0, 3), 0);
+    EXPECT_EQ(time_to_fail(10, 0), 10);
+    EXPECT_EQ(time_to_fail(10, 3), 100);
+    EXPECT_EQ(time_to_fail(1000, 2), 6000);
+    EXPECT_EQ(backoff(kNever / 2, 5), kNever);
+    EXPECT_EQ(time_to_fail(kNever / 2, 5), kNever);
+    EXPECT_EQ(add_saturating(kNever, 1), kNever);
+    EXPECT_EQ(add_saturating(5, 7), 12);
+    static_assert(backoff(10 * plugin::common::kSeconds, 2) == 30 * plugin::common::kSeconds);
+}
+
+TEST(ChannelTimers, AckTimerBacksOffThenFailsPathAndRedrives) {
+    Sender s;  // ack_timeout 1000, ack_retries 2
+    s.submit(1, kP1);
+    EXPECT_EQ(s.ch.next_deadline(), 1000);
+    s.run_timers(999);
+    EXPECT_EQ(s.out.tx.size(), 1u);
+    s.run_timers(1000);
+    ASSERT_EQ(s.out.tx.size(), 2u);
+    EXPECT_TRUE(s.out.tx[1].retx);
+    EXPECT_EQ(s.out.tx[1].path, kP1);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
+    EXPECT_EQ(s.ch.next_deadline(), 3000);  // backoff(1000, 1)
+    s.run_timers(3000);
+    ASSERT_EQ(s.out.tx.size(), 3u);
+    EXPECT_EQ(s.ch.next_deadline(), 6000);  // backoff(1000, 2)
+    s.run_timers(5999);
+    EXPECT_TRUE(s.out.failed.empty());
+    s.run_timers(6000);
+    ASSERT_EQ(s.out.failed, (std::vector<PathId>{kP1}));
+    EXPECT_EQ(s.out.failed_at[0], time_to_fail(1000, 2));
+    ASSERT_EQ(s.out.tx.size(), 4u);
+    EXPECT_EQ(s.out.tx[3].path, kP2);
+    EXPECT_TRUE(s.out.tx[3].retx);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Failed);
+    const PeerCounters& c = *s.ch.counters(kPeer);
+    EXPECT_EQ(c.ack_timeouts, 3u);
+    EXPECT_EQ(c.timeout_retransmits, 2u);
+    EXPECT_EQ(c.failover_retransmits, 1u);
+    EXPECT_EQ(c.failovers, 1u);
+    EXPECT_EQ(c.paths_lost, 1u);
+    // Progress on the new path: Alive, acked, no timer left.
+    s.ack(1, 0, 0, kP2);
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1}));
+    EXPECT_EQ(s.ch.next_deadline(), kNever);
+}
+
+TEST(ChannelTimers, ProgressResetsTheRetryCount) {
+    Sender s(test_params(), false);
+    s.submit(1);
+    s.submit(2);
+    s.run_timers(1000);  // expiry 1: both resent, Suspect
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
+    s.ack(1);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
+    EXPECT_EQ(s.ch.next_deadline(), 2000);  // restarted with the base timeout
+}
+
+TEST(ChannelFailover, RemovePathRedrivesEveryUnackedFrameOnTheNextPath) {
+    Sender s;
+    for (FrameToken t = 1; t <= 6; ++t)
+        s.submit(t, kP1);
+    s.ack(2);
+    const std::size_t before = s.out.tx.size();
+    s.ch.remove_path(kPeer, kP1, 50);
+    EXPECT_EQ(s.out.failed, (std::vector<PathId>{kP1}));
+    EXPECT_EQ(s.out.retransmitted_seqs(before), (std::vector<std::uint32_t>{3, 4, 5, 6}));
+    for (std::size_t i = before; i < s.out.tx.size(); ++i)
+        EXPECT_EQ(s.out.tx[i].path, kP2);
+    EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->redriven, 4u);
+    // New frames avoid the failed path even when it is hinted.
+    s.submit(7, kP1);
+    EXPECT_EQ(s.out.tx.back().path, kP2);
+    // Completions from the failed path are stale now.
+    s.ch.on_local_complete(kPeer, kP1, FrameRef{3, 3}, true, 60);
+    EXPECT_EQ(s.ch.counters(kPeer)->stale_completions, 1u);
+    // Re-adding revives it.
+    EXPECT_TRUE(s.ch.add_path(kPeer, kP1));
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
+}
+
+// ---------------------------------------------------------------- peer death
+
+TEST(ChannelPeerDeath, AllPathsTimingOutKillsThePeerInBoundedTime) {
+    Sender s;  // ack_timeout 1000, 2 retries, peer_dead_timeout huge
+    s.submit(1, kP1);
+    s.submit(2, kP2);
+    s.submit(3, kP1);
+    s.run_timers(100'000);
+    ASSERT_EQ(s.out.dead.size(), 1u);
+    // Both paths armed at 0 and failed at time_to_fail; the second path's
+    // timer was armed at 0 too, so death comes at one time_to_fail, and in no
+    // case later than paths x time_to_fail.
+    EXPECT_LE(s.out.dead_at[0], 2 * time_to_fail(1000, 2));
+    EXPECT_EQ(s.out.dead_at[0], time_to_fail(1000, 2));
+    std::vector<FrameToken> ab = s.out.abandoned_tokens;
+    std::sort(ab.begin(), ab.end());
+    EXPECT_EQ(ab, (std::vector<FrameToken>{1, 2, 3}));
+    EXPECT_EQ(s.ch.peer_state(kPeer), PeerState::Dead);
+    EXPECT_EQ(s.ch.next_deadline(), kNever);
+    EXPECT_EQ(s.ch.submit(kPeer, 9, s.out.now).status, SubmitStatus::PeerDead);
+    EXPECT_EQ(s.ch.on_data(kPeer, kP1, 1, s.out.now), Verdict::Drop);
+}
+
+TEST(ChannelPeerDeath, SecondPathArmedByFailoverDiesOneTimeToFailLater) {
+    Sender s;
+    s.submit(1, kP1);  // kP2 idle until the failover
+    s.run_timers(100'000);
+    ASSERT_EQ(s.out.dead_at.size(), 1u);
+    EXPECT_EQ(s.out.failed, (std::vector<PathId>{kP1, kP2}));
+    EXPECT_EQ(s.out.dead_at[0], 2 * time_to_fail(1000, 2));
+}
+
+TEST(ChannelPeerDeath, PeerDeadTimeoutFiresFirstWhenShorter) {
+    ChannelParams p = test_params();
+    p.peer_dead_timeout = 2500;
+    Sender s(p);
+    s.out.now = 100;
+    s.submit(1);
+    s.run_timers(100'000);
+    ASSERT_EQ(s.out.dead_at.size(), 1u);
+    EXPECT_EQ(s.out.dead_at[0], 2600);
+    EXPECT_EQ(s.out.abandoned_tokens, (std::vector<FrameToken>{1}));
+    EXPECT_TRUE(s.out.failed.empty()) << "paths are not blamed for a dead peer";
+}
+
+TEST(ChannelPeerDeath, RemovingTheLastPathKillsAtOnce) {
+    Sender s;
+    s.submit(1);
+    s.submit(2);
+    s.ack(1);
+    s.ch.remove_path(kPeer, kP1, 10);
+    EXPECT_TRUE(s.out.dead.empty());
+    s.ch.remove_path(kPeer, kP2, 11);
+    EXPECT_EQ(s.out.dead, (std::vector<PeerId>{kPeer}));
+    EXPECT_EQ(s.out.abandoned_tokens, (std::vector<FrameToken>{2}));
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1}));
+    EXPECT_EQ(s.ch.counters(kPeer)->frames_abandoned, 1u);
+}
+
+// ---------------------------------------------------------------- window
+
+TEST(ChannelWindow, BackPressureWhenFullAndReliefOnRelease) {
+    Sender s(test_params(), false);  // window 64
+    for (FrameToken t = 1; t <= 64; ++t)
+        s.submit(t);
+    EXPECT_FALSE(s.ch.can_submit(kPeer));
+    const SubmitResult full = s.ch.submit(kPeer, 65, 0);
+    EXPECT_EQ(full.status, SubmitStatus::WindowFull);
+    EXPECT_EQ(s.ch.counters(kPeer)->window_full, 1u);
+    // A frame in the middle acked selectively is released (acked fires) but
+    // the window still starts at the oldest unacked frame.
+    s.ack(0, 0, bits({5}));
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{5}));
+    EXPECT_FALSE(s.ch.can_submit(kPeer));
+    s.ack(1);
+    EXPECT_TRUE(s.ch.can_submit(kPeer));
+    EXPECT_EQ(s.submit(65), 65u);
+    EXPECT_FALSE(s.ch.can_submit(kPeer));
+}
+
+TEST(ChannelWindow, GlueMaySubmitFromInsideAcked) {
+    Sender s(test_params(), false);
+    std::vector<FrameToken> queue = {100, 101, 102};
+    s.out.on_acked = [&](FrameToken) {
+        if (!queue.empty() && s.ch.can_submit(kPeer)) {
+            s.ch.submit(kPeer, queue.front(), s.out.now);
+            queue.erase(queue.begin());
+        }
+    };
+    for (FrameToken t = 1; t <= 64; ++t)
+        s.submit(t);
+    s.ack(3);
+    EXPECT_TRUE(queue.empty());
+    ASSERT_EQ(s.out.tx.size(), 67u);
+    EXPECT_EQ(s.out.tx.back().ref, (FrameRef{67, 102}));
+}
+
+TEST(ChannelWindow, SubmitWithoutPathsOrForUnknownPeer) {
+    Rec out;
+    ReliableChannel ch(test_params(), out);
+    EXPECT_EQ(ch.submit(3, 1, 0).status, SubmitStatus::UnknownPeer);
+    ch.add_peer(3);
+    EXPECT_EQ(ch.submit(3, 1, 0).status, SubmitStatus::NoPath);
+    EXPECT_FALSE(ch.can_submit(3));
+}
+
+// ---------------------------------------------------------------- local completion
+
+TEST(ChannelLocal, AckedWaitsForTheLocalCompletion) {
+    Sender s;
+    s.out.auto_complete = false;
+    const std::uint32_t seq = s.submit(1, kP1);
+    s.ack(seq);
+    EXPECT_TRUE(s.out.acked_tokens.empty()) << "the BTL still holds the frame";
+    EXPECT_EQ(s.ch.unreleased(kPeer), 1u);
+    EXPECT_EQ(s.ch.unacked(kPeer), 0u);
+    s.ch.on_local_complete(kPeer, kP1, FrameRef{seq, 1}, true, 5);
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1}));
+    // A second completion for it is stale.
+    s.ch.on_local_complete(kPeer, kP1, FrameRef{seq, 1}, true, 6);
+    EXPECT_EQ(s.ch.counters(kPeer)->stale_completions, 1u);
+}
+
+TEST(ChannelLocal, CompletionWithErrorFailsThePathAndRedrives) {
+    Sender s;
+    s.out.auto_complete = false;
+    const std::uint32_t seq = s.submit(1, kP1);
+    s.ch.on_local_complete(kPeer, kP1, FrameRef{seq, 1}, false, 5);
+    EXPECT_EQ(s.out.failed, (std::vector<PathId>{kP1}));
+    ASSERT_EQ(s.out.tx.size(), 2u);
+    EXPECT_EQ(s.out.tx[1].path, kP2);
+    EXPECT_TRUE(s.out.tx[1].retx);
+    EXPECT_EQ(s.ch.counters(kPeer)->local_errors, 1u);
+}
+
+TEST(ChannelLocal, WatchdogFailsAPathThatNeverCompletes) {
+    Sender s;  // watchdog 500, 1 retry: expiries at 500 (suspect) and 1500 (failed)
+    s.out.auto_complete = false;
+    s.submit(1, kP1);
+    s.run_timers(499);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
+    s.run_timers(500);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
+    EXPECT_EQ(s.out.tx.size(), 1u) << "never a second descriptor for a frame the BTL holds";
+    s.run_timers(1500);
+    ASSERT_EQ(s.out.failed, (std::vector<PathId>{kP1}));
+    EXPECT_EQ(s.out.failed_at[0], time_to_fail(500, 1));
+    ASSERT_EQ(s.out.tx.size(), 2u);
+    EXPECT_EQ(s.out.tx[1].path, kP2);
+    EXPECT_EQ(s.ch.counters(kPeer)->watchdog_timeouts, 2u);
+}
+
+TEST(ChannelLocal, AckTimerDoesNotResendWhatTheBtlStillHolds) {
+    ChannelParams p = test_params();
+    p.watchdog_timeout = 100'000;
+    Sender s(p, false);
+    s.out.auto_complete = false;
+    s.submit(1);
+    s.run_timers(5000);
+    EXPECT_EQ(s.out.tx.size(), 1u);
+    EXPECT_TRUE(s.out.failed.empty()) << "expiries with nothing to resend do not count";
+    s.ch.on_local_complete(kPeer, kP1, FrameRef{1, 1}, true, 5000);
+    s.run_timers(6000);
+    EXPECT_EQ(s.out.tx.size(), 2u);
+}
+
+// ---------------------------------------------------------------- memory, names, params
+
+TEST(ChannelMemory, StateSizeDoesNotGrowWithFramesSent) {
+    ChannelParams p = test_params();
+    p.window = 256;
+    p.ack_every = 16;
+    Pair w(p);
+    std::size_t mem_a = 0;
+    std::size_t mem_b = 0;
+    FrameToken token = 1;
+    for (int round = 0; round < 2000; ++round) {
+        for (int i = 0; i < 100; ++i)
+            ASSERT_TRUE(w.a.submit(kPeer, token++, w.now).ok());
+        // Lose some, so NACKs, timers and the rx bitmap all get exercised.
+        w.pump([round](const Rec::Tx& t) { return !t.retx && (t.ref.seq + round) % 13 == 0; });
+        while (w.a.unreleased(kPeer) > 0 && w.step_timer())
+            w.pump();
+        ASSERT_EQ(w.a.unreleased(kPeer), 0u) << "round " << round;
+        if (round == 10) {
+            mem_a = w.a.memory_bytes();
+            mem_b = w.b.memory_bytes();
+        }
+        w.a_out.tx.clear();  // the test's own record must not be what grows
+        w.b_out.acks.clear();
+        w.a_out.acked_tokens.clear();
+        w.tx_done = w.ack_done = 0;
+    }
+    EXPECT_EQ(w.delivered, 200'000u);
+    EXPECT_EQ(w.a.memory_bytes(), mem_a);
+    EXPECT_EQ(w.b.memory_bytes(), mem_b);
+    EXPECT_LT(mem_a, 64u * 1024u);
+}
+
+TEST(ChannelNames, StateMachinesHaveNamesAndCheckedTransitions) {
+    EXPECT_EQ(to_string(PathState::Alive), "alive");
+    EXPECT_EQ(to_string(PathState::Suspect), "suspect");
+    EXPECT_EQ(to_string(PathState::Failed), "failed");
+    EXPECT_EQ(to_string(PeerState::Dead), "dead");
+    EXPECT_EQ(to_string(FrameState::InFlight), "in_flight");
+    EXPECT_EQ(to_string(Verdict::Duplicate), "duplicate");
+    EXPECT_EQ(to_string(SubmitStatus::WindowFull), "window_full");
+    EXPECT_TRUE(transition_allowed(PathState::Alive, PathState::Failed));
+    EXPECT_TRUE(transition_allowed(PathState::Failed, PathState::Alive));
+    EXPECT_FALSE(transition_allowed(PathState::Failed, PathState::Suspect));
+    EXPECT_FALSE(transition_allowed(PeerState::Dead, PeerState::Alive));
+    EXPECT_FALSE(transition_allowed(FrameState::Free, FrameState::Acked));
+    EXPECT_FALSE(transition_allowed(FrameState::Acked, FrameState::InFlight));
+}
+
+struct CaptureLog : plugin::common::LogSink {
+    std::vector<std::string> lines;
+    [[nodiscard]] bool enabled(plugin::common::LogLevel level) const noexcept override {
+        return static_cast<int>(level) <= static_cast<int>(plugin::common::LogLevel::Info);
+    }
+    void write(plugin::common::LogLevel, const char* m) noexcept override { lines.emplace_back(m); }
+};
+
+TEST(ChannelNames, TransitionsAreLoggedWithReason) {
+    CaptureLog log;
+    Rec out;
+    ReliableChannel ch(test_params(), out, log);
+    ch.add_peer(kPeer);
+    ch.add_path(kPeer, kP1);
+    ch.remove_path(kPeer, kP1, 0);
+    ASSERT_FALSE(log.lines.empty());
+    EXPECT_NE(log.lines.back().find("alive -> dead (no path left)"), std::string::npos)
+        << log.lines.back();
+}
+
+TEST(ChannelParamsTest, ValidationAndMappingFromConfig) {
+    ChannelParams p;
+    EXPECT_EQ(validate(p), "");
+    p.window = 100;
+    EXPECT_NE(validate(p), "");
+    p = ChannelParams{};
+    p.first_seq = 0;
+    EXPECT_NE(validate(p), "");
+    p = ChannelParams{};
+    p.max_paths = 33;
+    EXPECT_NE(validate(p), "");
+    p = ChannelParams{};
+    p.ack_timeout = 0;
+    EXPECT_NE(validate(p), "");
+    Config c;
+    c.ack_timeout = 7;
+    c.ack_retries = 9;
+    c.watchdog_timeout = 3;
+    c.watchdog_retries = 4;
+    c.peer_dead_timeout = 11;
+    const ChannelParams m = channel_params(c);
+    EXPECT_EQ(m.ack_timeout, 7);
+    EXPECT_EQ(m.ack_retries, 9u);
+    EXPECT_EQ(m.watchdog_timeout, 3);
+    EXPECT_EQ(m.watchdog_retries, 4u);
+    EXPECT_EQ(m.peer_dead_timeout, 11);
+    EXPECT_EQ(validate(m), "");
+}
+
+}  // namespace
