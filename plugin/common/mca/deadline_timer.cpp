@@ -52,7 +52,17 @@ void DeadlineTimer::poll(Micros now) noexcept {
 }
 
 void DeadlineTimer::trampoline(int, short, void* arg) noexcept {
-    static_cast<DeadlineTimer*>(arg)->fire(monotonic_now());
+    auto* self = static_cast<DeadlineTimer*>(arg);
+    const Micros now = monotonic_now();
+    // libevent may wake us a little early (its clock is cached/coarse):
+    // a core must never see its deadline fire before it is due.
+    if (self->armed_for_ != kNever && now < self->armed_for_) {
+        const Micros deadline = self->armed_for_;
+        self->armed_for_ = kNever;
+        self->arm(deadline, now);
+        return;
+    }
+    self->fire(now);
 }
 
 void DeadlineTimer::fire(Micros now) noexcept {
