@@ -54,9 +54,11 @@ void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*,
 }
 
 // Hands a filled data frame to the BTL; completion arrives in data_frame_done.
+// frame_len 0: the BTL laid out the segments itself (prepare_src).
 int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t* des,
                     std::size_t frame_len) noexcept {
-    des->des_segments[0].seg_len = frame_len;
+    if (frame_len != 0)
+        des->des_segments[0].seg_len = frame_len;
     des->des_cbfunc = data_frame_done;
     des->des_cbdata = r;
     ++r->frames_inflight;
@@ -76,9 +78,46 @@ void control_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*,
 // the payload is packed) followed by up to `len` bytes packed from the
 // request at `offset`. The convertor may pack less than asked (it stops at
 // element boundaries of some datatypes); `len` returns what went.
+// Large frames of contiguous data: the BTL's prepare_src may send straight
+// from the user's buffer (tcp: a second iovec) instead of a bounce copy. The
+// buffer stays borrowed until the frame's completion callback.
+template <typename EncodeHdr>
+int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size,
+                        std::uint64_t offset, std::size_t& len, EncodeHdr&& encode_hdr) noexcept {
+    opal_convertor_t* conv = &r->base.req_base.req_convertor;
+    size_t pos = offset;
+    opal_convertor_set_position(conv, &pos);
+    size_t size = len;
+    mca_btl_base_descriptor_t* des = nullptr;
+    mca_bml_base_prepare_src(bb, conv, MCA_BTL_NO_ORDER, hdr_size, &size, kDesFlags, &des);
+    if (des == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (size == 0 || des->des_segments[0].seg_len < hdr_size) {
+        mca_bml_base_free(bb, des);
+        return OMPI_ERROR;
+    }
+    len = size;
+    const bool csum = want_csum(bb);
+    std::uint32_t crc = 0;
+    if (csum) {
+        // The payload follows the header in segment 0 and/or fills the next segments.
+        const mca_btl_base_segment_t* seg = des->des_segments;
+        const auto* first = static_cast<const std::uint8_t*>(seg[0].seg_addr.pval);
+        crc = plugin::common::crc32c(first + hdr_size, seg[0].seg_len - hdr_size);
+        for (size_t i = 1; i < des->des_segment_count; ++i)
+            crc = plugin::common::crc32c(seg[i].seg_addr.pval, seg[i].seg_len, crc);
+    }
+    encode_hdr(std::span<std::uint8_t>(static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval), hdr_size),
+               csum, crc, len);
+    return post_data_frame(r, bb, des, 0);
+}
+
 template <typename EncodeHdr>
 int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size,
                     std::uint64_t offset, std::size_t& len, EncodeHdr&& encode_hdr) noexcept {
+    if (len > bb->btl->btl_eager_limit && bb->btl->btl_prepare_src != nullptr &&
+        !opal_convertor_need_buffers(&r->base.req_base.req_convertor))
+        return send_prepared_frame(r, bb, hdr_size, offset, len, encode_hdr);
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
     if (des == nullptr)
