@@ -93,3 +93,10 @@ def test_unexpected_memory_is_bounded(mpi, btl):
     # The flood subtest alone queues 6 MB unless flow control holds it back.
     assert max(peaks) <= limit, f"unexpected store peaked at {max(peaks)} bytes > {limit}"
     assert max(peaks) > 0, "the flood produced no unexpected messages: the test proves nothing"
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("coll", ["basic,libnbc,self", "tuned,basic,libnbc,self"])
+def test_collective_components(mpi, coll):
+    """Collectives of coll basic, tuned and libnbc (the Ibcast/Iallreduce subtests) over dr."""
+    expect(mpi.run("p2p_semantics", np=4, mca=dr("self,vader,tcp", coll=coll), args=[16]), "p2p ok")
