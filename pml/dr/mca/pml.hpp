@@ -135,6 +135,8 @@ int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int 
 // Sends a small control frame (CTS) to a peer; retried from progress on busy.
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept;
 core::Common make_common(std::uint16_t flags) noexcept;
+// Whether frames on this BTL carry payload checksums (pml_dr_csum, auto: the BTL asks).
+bool csum_wanted(const mca_btl_base_module_t* btl) noexcept;
 
 // rdma.cpp: the RGET protocol (receiver reads a contiguous send buffer).
 // Sender side: picks a BTL and registers the buffer; false: use RNDV/FRAGs.

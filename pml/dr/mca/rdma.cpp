@@ -13,18 +13,6 @@
 namespace pml::dr::mca {
 namespace {
 
-bool csum_wanted(const mca_btl_base_module_t* btl) noexcept {
-    switch (state().config.csum) {
-        case core::CsumMode::Always:
-            return true;
-        case core::CsumMode::Never:
-            return false;
-        case core::CsumMode::Auto:
-            return (btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
-    }
-    return true;
-}
-
 bool get_capable(const mca_bml_base_btl_t* bb) noexcept {
     const mca_btl_base_module_t* btl = bb->btl;
     return (btl->btl_flags & MCA_BTL_FLAGS_GET) != 0 && btl->btl_get != nullptr &&

@@ -52,6 +52,16 @@ core::CommMatcher* matcher_of(ompi_communicator_t* comm) noexcept {
     return state().engine->comm(comm->c_contextid);
 }
 
+// The blocking forms: wait, copy the status out, release the request.
+int wait_and_free(ompi_request_t* req, ompi_status_public_t* status) noexcept {
+    ompi_request_wait_completion(req);
+    if (status != nullptr)
+        *status = req->req_status;
+    const int rc = req->req_status.MPI_ERROR;
+    ompi_request_free(&req);
+    return rc;
+}
+
 }  // namespace
 
 void handle_match(RecvRequest* r, const core::MessageInfo& info,
@@ -155,12 +165,7 @@ int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_co
     int rc = irecv(buf, count, dt, src, tag, comm, &req);
     if (rc != OMPI_SUCCESS)
         return rc;
-    ompi_request_wait_completion(req);
-    if (status != nullptr)
-        *status = req->req_status;
-    rc = req->req_status.MPI_ERROR;
-    ompi_request_free(&req);
-    return rc;
+    return wait_and_free(req, status);
 }
 
 int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag,
@@ -268,12 +273,7 @@ int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message
     int rc = imrecv(buf, count, dt, message, &req);
     if (rc != OMPI_SUCCESS)
         return rc;
-    ompi_request_wait_completion(req);
-    if (status != nullptr)
-        *status = req->req_status;
-    rc = req->req_status.MPI_ERROR;
-    ompi_request_free(&req);
-    return rc;
+    return wait_and_free(req, status);
 }
 
 }  // namespace pml::dr::mca

@@ -11,15 +11,7 @@ constexpr std::uint32_t kDesFlags =
     MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
 
 bool want_csum(const mca_bml_base_btl_t* bb) noexcept {
-    switch (state().config.csum) {
-        case core::CsumMode::Always:
-            return true;
-        case core::CsumMode::Never:
-            return false;
-        case core::CsumMode::Auto:
-            return (bb->btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
-    }
-    return true;
+    return csum_wanted(bb->btl);
 }
 
 void schedule_frags(SendRequest* r) noexcept;
@@ -107,7 +99,8 @@ int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_
         for (size_t i = 1; i < des->des_segment_count; ++i)
             crc = plugin::common::crc32c(seg[i].seg_addr.pval, seg[i].seg_len, crc);
     }
-    encode_hdr(std::span<std::uint8_t>(static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval), hdr_size),
+    encode_hdr(std::span<std::uint8_t>(
+                   static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval), hdr_size),
                csum, crc, len);
     return post_data_frame(r, bb, des, 0);
 }
@@ -289,6 +282,18 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
 }
 
 }  // namespace
+
+bool csum_wanted(const mca_btl_base_module_t* btl) noexcept {
+    switch (state().config.csum) {
+        case core::CsumMode::Always:
+            return true;
+        case core::CsumMode::Never:
+            return false;
+        case core::CsumMode::Auto:
+            return (btl->btl_flags & MCA_BTL_FLAGS_NEED_CSUM) != 0;
+    }
+    return true;
+}
 
 core::Common make_common(std::uint16_t flags) noexcept {
     core::Common c;
