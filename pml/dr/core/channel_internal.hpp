@@ -1,0 +1,177 @@
+// Private to the reliability channel's implementation (channel.cpp,
+// channel_send.cpp, channel_recv.cpp); not a public header. It holds the
+// per-peer state and the helpers the sender, the receiver and the timer
+// dispatch share; channel.hpp documents the protocol.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backoff.hpp"
+#include "channel.hpp"
+#include "seq.hpp"
+
+namespace pml::dr::core {
+
+// Named (not anonymous) so that ReliableChannel::Peer, which has external
+// linkage, may hold these types; the namespace keeps them out of the way.
+namespace channel_detail {
+
+inline constexpr std::uint8_t kNoSlot = 0xFF;
+
+// The seq after s. 0 means "none" on the wire and is skipped.
+constexpr std::uint32_t seq_after(std::uint32_t s) noexcept {
+    const auto n = static_cast<std::uint32_t>(s + 1u);
+    return n == 0 ? 1u : n;
+}
+
+constexpr std::uint32_t slot_bit(std::uint8_t slot) noexcept {
+    return std::uint32_t{1} << slot;
+}
+
+struct TxFrame {
+    FrameToken token = 0;
+    Micros last_tx = 0;          // time of the latest transmission
+    std::uint64_t tx_order = 0;  // per-peer transmission counter at that time
+    std::uint32_t seq = 0;
+    std::uint32_t pending = 0;  // path slots that owe a local completion
+    std::uint32_t bytes = 0;    // for counters only
+    FrameState state = FrameState::Free;
+    std::uint8_t path = kNoSlot;  // slot whose ACK timer covers the frame
+};
+
+struct PathSlot {
+    PathId id = 0;
+    PathState state = PathState::Alive;
+    unsigned ack_retries = 0;  // ACK timer expiries since the last progress
+    unsigned wd_retries = 0;   // watchdog expiries since the last completion
+    Micros ack_deadline = kNever;
+    Micros wd_deadline = kNever;
+    std::uint32_t outstanding = 0;    // unacked frames whose ACK this path's timer covers
+    std::uint32_t local_pending = 0;  // transmissions awaiting local completion
+    PathCounters counters;
+};
+
+}  // namespace channel_detail
+
+using channel_detail::kNoSlot;
+using channel_detail::PathSlot;
+using channel_detail::seq_after;
+using channel_detail::slot_bit;
+using channel_detail::TxFrame;
+
+struct ReliableChannel::Peer {
+    PeerId id = 0;
+    PeerState state = PeerState::Alive;
+    std::vector<PathSlot> paths;
+    std::size_t rr = 0;  // round-robin cursor over paths
+    PeerCounters counters;
+    Micros indexed = kNever;  // this peer's entry in timers_
+
+    // sender
+    std::vector<TxFrame> window;  // `window` slots, allocated on the first submit
+    std::uint32_t next_seq = 1;   // next to assign
+    std::uint32_t una = 1;        // oldest seq holding a slot (== next_seq: none)
+    std::uint32_t cum_acked = 0;  // highest cumulative ack seen
+    std::uint64_t tx_counter = 0;
+    std::uint32_t unacked = 0;     // InFlight frames
+    std::uint32_t unreleased = 0;  // InFlight + Acked frames
+    Micros last_progress = 0;      // last ack progress, or when unacked left 0
+
+    // receiver
+    std::vector<std::uint64_t> rx_bits;  // ring bitmap: bit (seq % window) for seqs after rx_cum
+    std::uint32_t rx_cum = 0;            // every seq <= rx_cum arrived
+    std::vector<std::uint32_t> dirty;    // vfrag ids with arrivals since the last ACK
+    unsigned rx_unacked = 0;             // deliveries since the last ACK
+    Micros ack_due = kNever;
+    PathId ack_path = kAnyPath;  // where the latest data came from
+};
+
+struct ReliableChannel::Output {
+    enum class Kind : std::uint8_t { Transmit, Ack, PathFailed, PeerDead, Acked, Abandoned };
+    Kind kind = Kind::Transmit;
+    bool retransmit = false;
+    PeerId peer = 0;
+    PathId path = 0;
+    FrameRef ref;
+    AckInfo ack;
+};
+
+// The implementation's helpers, shared by the channel's .cpp files: the state
+// machines, path choice and timer dispatch (channel.cpp), the sender
+// (channel_send.cpp) and the receiver (channel_recv.cpp).
+struct ReliableChannel::Ops {
+    using Ch = ReliableChannel;
+    using Kind = Output::Kind;
+
+    // Per-ACK scratch: what the ACK newly acknowledged.
+    struct AckScan {
+        bool any = false;
+        std::uint32_t highest = 0;
+        std::uint32_t progressed = 0;  // path slots with newly acked frames
+        std::array<std::uint64_t, kMaxPathsPerPeer> max_tx{};
+    };
+
+    enum class AckCheck { Ok, Stale, Bad };
+
+    static TxFrame& tx(Ch& ch, Peer& p, std::uint32_t seq) noexcept {
+        return p.window[seq & (ch.params_.window - 1)];
+    }
+
+    static std::uint8_t find_slot(const Peer& p, PathId id) noexcept {
+        for (std::size_t i = 0; i < p.paths.size(); ++i)
+            if (p.paths[i].id == id)
+                return static_cast<std::uint8_t>(i);
+        return kNoSlot;
+    }
+
+    static void emit(Ch& ch, Kind kind, PeerId peer, PathId path = 0, FrameToken token = 0) {
+        Output o;
+        o.kind = kind;
+        o.peer = peer;
+        o.path = path;
+        o.ref.token = token;
+        ch.queue_.push_back(o);
+    }
+
+    // --- paths, state machines, timers (channel.cpp)
+
+    // A usable path: the hint if usable, else round-robin from `start`, Alive
+    // before Suspect; slots in `avoid` are skipped.
+    static std::uint8_t choose_path(const Peer& p, PathId hint, std::size_t start,
+                                    std::uint32_t avoid = 0) noexcept;
+    static void set_state(Ch& ch, Peer& p, PathSlot& pa, PathState to, const char* reason);
+    static bool set_state(Ch& ch, Peer& p, PeerState to, const char* reason);
+    static void set_state(Ch& ch, Peer& p, TxFrame& f, FrameState to, const char* reason);
+    // Alive <-> Suspect follows the retry counters.
+    static void refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason);
+    static Micros deadline(const Ch& ch, const Peer& p) noexcept;
+    static void fire(Ch& ch, Peer& p, Micros now);
+
+    // --- sender (channel_send.cpp)
+
+    static void leave_path(Peer& p, std::uint8_t slot) noexcept;
+    static void move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now);
+    static bool transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
+                         bool retransmit);
+    static void release_if_done(Ch& ch, Peer& p, TxFrame& f);
+    static void advance_una(Ch& ch, Peer& p) noexcept;
+    static void ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan);
+    static AckCheck check_ack(const Peer& p, const AckInfo& a) noexcept;
+    static void fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now, const char* reason);
+    static void kill(Ch& ch, Peer& p, const char* reason);
+    static void ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
+    static void watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
+
+    // --- receiver (channel_recv.cpp)
+
+    static bool rx_bit(const Ch& ch, const Peer& p, std::uint32_t seq) noexcept;
+    static void rx_put(const Ch& ch, Peer& p, std::uint32_t seq, bool on) noexcept;
+    static void rx_advance(const Ch& ch, Peer& p) noexcept;
+    static bool arrived(const Ch& ch, const Peer& p, std::uint32_t s) noexcept;
+    static void mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micros now);
+    static void flush_acks(Ch& ch, Peer& p, Micros now);
+};
+
+}  // namespace pml::dr::core

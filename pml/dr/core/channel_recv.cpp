@@ -1,0 +1,159 @@
+// The pml dr reliability channel, receiver side (see channel.hpp): duplicate
+// suppression over a bounded window, and coalesced ACKs.
+#include "channel.hpp"
+
+#include <algorithm>
+
+#include "channel_internal.hpp"
+
+namespace pml::dr::core {
+
+using plugin::common::seq_diff;
+using plugin::common::seq_le;
+
+// ---------------------------------------------------------------- helpers
+
+// --- receiver
+
+bool ReliableChannel::Ops::rx_bit(const Ch& ch, const Peer& p, std::uint32_t seq) noexcept {
+    const std::uint32_t pos = seq & (ch.params_.window - 1);
+    return ((p.rx_bits[pos / 64] >> (pos % 64)) & 1u) != 0;
+}
+void ReliableChannel::Ops::rx_put(const Ch& ch, Peer& p, std::uint32_t seq, bool on) noexcept {
+    const std::uint32_t pos = seq & (ch.params_.window - 1);
+    const std::uint64_t m = std::uint64_t{1} << (pos % 64);
+    if (on)
+        p.rx_bits[pos / 64] |= m;
+    else
+        p.rx_bits[pos / 64] &= ~m;
+}
+
+// Moves rx_cum over every contiguous arrival (and over seq 0, never sent).
+void ReliableChannel::Ops::rx_advance(const Ch& ch, Peer& p) noexcept {
+    for (;;) {
+        const auto n = static_cast<std::uint32_t>(p.rx_cum + 1u);
+        if (n != 0) {
+            if (!rx_bit(ch, p, n))
+                break;
+            rx_put(ch, p, n, false);
+        }
+        p.rx_cum = n;
+    }
+}
+
+bool ReliableChannel::Ops::arrived(const Ch& ch, const Peer& p, std::uint32_t s) noexcept {
+    if (seq_le(s, p.rx_cum))
+        return true;
+    return seq_diff(s, p.rx_cum) <= static_cast<std::int32_t>(ch.params_.window) &&
+           rx_bit(ch, p, s);
+}
+
+void ReliableChannel::Ops::mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micros now) {
+    if (std::find(p.dirty.begin(), p.dirty.end(), vfrag) != p.dirty.end())
+        return;
+    const std::size_t cap = ch.params_.window / kVfragFrames + 1;
+    if (p.dirty.size() >= cap) {
+        std::erase_if(p.dirty, [&p](std::uint32_t v) {
+            return seq_le(static_cast<std::uint32_t>(v * kVfragFrames + kVfragFrames - 1),
+                          p.rx_cum);
+        });
+        if (p.dirty.size() >= cap)
+            flush_acks(ch, p, now);
+    }
+    p.dirty.push_back(vfrag);
+}
+
+void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
+    (void)now;
+    p.ack_due = kNever;
+    p.rx_unacked = 0;
+    // Back on the path the data came on, unless we declared it failed.
+    PathId via = p.ack_path;
+    std::uint8_t slot = find_slot(p, via);
+    if ((slot != kNoSlot && p.paths[slot].state == PathState::Failed) || via == kAnyPath) {
+        slot = choose_path(p, kAnyPath, 0);
+        if (slot == kNoSlot) {
+            ++p.counters.acks_unsent;
+            p.dirty.clear();
+            return;
+        }
+        via = p.paths[slot].id;
+    }
+    const auto send = [&](const AckInfo& a) {
+        Output o;
+        o.kind = Kind::Ack;
+        o.peer = p.id;
+        o.path = via;
+        o.ack = a;
+        ch.queue_.push_back(o);
+        ++p.counters.acks_sent;
+        if (slot != kNoSlot)
+            ++p.paths[slot].counters.acks_sent;
+    };
+    bool any = false;
+    for (const std::uint32_t v : p.dirty) {
+        const auto base = static_cast<std::uint32_t>(v * kVfragFrames);
+        if (seq_le(static_cast<std::uint32_t>(base + kVfragFrames - 1), p.rx_cum))
+            continue;
+        std::uint64_t mask = 0;
+        for (unsigned i = 0; i < kVfragFrames; ++i)
+            if (arrived(ch, p, static_cast<std::uint32_t>(base + i)))
+                mask |= std::uint64_t{1} << i;
+        send(AckInfo{p.rx_cum, base, mask});
+        any = true;
+    }
+    if (!any)
+        send(AckInfo{p.rx_cum, 0, 0});
+    p.dirty.clear();
+}
+
+// ---------------------------------------------------------------- public API
+
+Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now,
+                                 std::size_t bytes) {
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return Verdict::Drop;
+    if (seq == 0) {
+        ++p->counters.bad_seq;
+        return Verdict::Drop;
+    }
+    if (p->rx_bits.empty()) {
+        p->rx_bits.assign(params_.window / 64, 0);
+        p->dirty.reserve(params_.window / kVfragFrames + 1);
+    }
+    const std::int32_t d = seq_diff(seq, p->rx_cum);
+    if (d > static_cast<std::int32_t>(params_.window)) {
+        ++p->counters.too_far_dropped;  // not acked: the sender resends later
+        return Verdict::Drop;
+    }
+    p->ack_path = path;
+    if (d <= 0 || Ops::rx_bit(*this, *p, seq)) {
+        // Re-ack at once: the ACK that covered it may have been lost.
+        ++p->counters.duplicates_dropped;
+        if (d > 0)
+            Ops::mark_dirty(*this, *p, seq / kVfragFrames, now);
+        Ops::flush_acks(*this, *p, now);
+        reschedule(peer);
+        flush_outputs();
+        return Verdict::Duplicate;
+    }
+    Ops::mark_dirty(*this, *p, seq / kVfragFrames, now);
+    Ops::rx_put(*this, *p, seq, true);
+    Ops::rx_advance(*this, *p);
+    ++p->counters.frames_delivered;
+    p->counters.bytes_delivered += bytes;
+    if (const std::uint8_t s = Ops::find_slot(*p, path); s != kNoSlot) {
+        ++p->paths[s].counters.frames_received;
+        p->paths[s].counters.bytes_received += bytes;
+    }
+    if (++p->rx_unacked >= params_.ack_every)
+        Ops::flush_acks(*this, *p, now);
+    else if (p->ack_due == kNever)
+        p->ack_due = add_saturating(now, params_.ack_delay);
+    reschedule(peer);
+    flush_outputs();
+    return Verdict::Deliver;
+}
+
+}  // namespace pml::dr::core

@@ -1,0 +1,429 @@
+// The pml dr reliability channel, sender side (see channel.hpp): submit,
+// transmission and re-drive, ACK processing with NACK, the ACK timer and the
+// watchdog, path failover and peer death.
+#include "channel.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+
+#include "channel_internal.hpp"
+
+namespace pml::dr::core {
+
+using plugin::common::logf;
+using plugin::common::LogLevel;
+using plugin::common::seq_gt;
+using plugin::common::seq_le;
+using plugin::common::seq_lt;
+
+// ---------------------------------------------------------------- helpers
+
+// --- sender
+
+void ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot) noexcept {
+    PathSlot& pa = p.paths[slot];
+    if (pa.outstanding > 0 && --pa.outstanding == 0)
+        pa.ack_deadline = kNever;
+}
+
+// Makes `slot` the path whose ACK timer covers the unacked frame.
+void ReliableChannel::Ops::move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now) {
+    if (f.path == slot)
+        return;
+    if (f.path != kNoSlot)
+        leave_path(p, f.path);
+    f.path = slot;
+    PathSlot& pa = p.paths[slot];
+    if (pa.outstanding++ == 0)
+        pa.ack_deadline = add_saturating(now, backoff(ch.params_.ack_timeout, pa.ack_retries));
+}
+
+// Hands the frame to the path. False (nothing sent) when that path still
+// owes a completion for this frame: the BTL never holds two descriptors of
+// one frame, and the timers will come back to it.
+bool ReliableChannel::Ops::transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
+                                    bool retransmit) {
+    const std::uint32_t bit = slot_bit(slot);
+    if ((f.pending & bit) != 0)
+        return false;
+    if (f.state == FrameState::InFlight)
+        move_frame(ch, p, f, slot, now);
+    PathSlot& pa = p.paths[slot];
+    f.last_tx = now;
+    f.tx_order = ++p.tx_counter;
+    f.pending |= bit;
+    if (pa.local_pending++ == 0)
+        pa.wd_deadline = add_saturating(now, backoff(ch.params_.watchdog_timeout, pa.wd_retries));
+    ++pa.counters.frames_sent;
+    pa.counters.bytes_sent += f.bytes;
+    ++p.counters.frames_sent;
+    p.counters.bytes_sent += f.bytes;
+    if (retransmit) {
+        ++pa.counters.retransmits;
+        ++p.counters.retransmits;
+    }
+    Output o;
+    o.kind = Kind::Transmit;
+    o.retransmit = retransmit;
+    o.peer = p.id;
+    o.path = pa.id;
+    o.ref = FrameRef{f.seq, f.token};
+    ch.queue_.push_back(o);
+    return true;
+}
+
+void ReliableChannel::Ops::release_if_done(Ch& ch, Peer& p, TxFrame& f) {
+    if (f.state != FrameState::Acked || f.pending != 0)
+        return;
+    set_state(ch, p, f, FrameState::Free, "released");
+    --p.unreleased;
+    emit(ch, Kind::Acked, p.id, 0, f.token);
+}
+
+// Frees window slots from the oldest end.
+void ReliableChannel::Ops::advance_una(Ch& ch, Peer& p) noexcept {
+    while (p.una != p.next_seq && tx(ch, p, p.una).state == FrameState::Free)
+        p.una = seq_after(p.una);
+    // Keep cum_acked >= una - 1 (only a lying peer can sack frames past
+    // its cumulative ack), so ACK processing never walks more than a window.
+    const auto floor = static_cast<std::uint32_t>(p.una - 1u);
+    if (seq_lt(p.cum_acked, floor))
+        p.cum_acked = floor;
+}
+
+void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan) {
+    TxFrame& f = tx(ch, p, seq);
+    if (f.seq != seq || f.state != FrameState::InFlight)
+        return;
+    set_state(ch, p, f, FrameState::Acked, "acknowledged");
+    --p.unacked;
+    ++p.counters.frames_acked;
+    if (f.path != kNoSlot) {
+        leave_path(p, f.path);
+        scan.progressed |= slot_bit(f.path);
+        scan.max_tx[f.path] = std::max(scan.max_tx[f.path], f.tx_order);
+    }
+    if (!scan.any || seq_gt(seq, scan.highest))
+        scan.highest = seq;
+    scan.any = true;
+    release_if_done(ch, p, f);
+}
+
+ReliableChannel::Ops::AckCheck ReliableChannel::Ops::check_ack(const Peer& p,
+                                                               const AckInfo& a) noexcept {
+    if (seq_lt(a.cum_seq, p.cum_acked))
+        return AckCheck::Stale;
+    if (!seq_lt(a.cum_seq, p.next_seq))
+        return AckCheck::Bad;  // beyond anything sent
+    if (a.sack_mask == 0)
+        return a.sack_base == 0 ? AckCheck::Ok : AckCheck::Bad;
+    if (a.sack_base % kVfragFrames != 0)
+        return AckCheck::Bad;
+    for (unsigned i = 0; i < kVfragFrames; ++i) {
+        if (((a.sack_mask >> i) & 1u) == 0)
+            continue;
+        const auto s = static_cast<std::uint32_t>(a.sack_base + i);
+        if (seq_le(s, a.cum_seq))
+            continue;  // covered by cum
+        if (s == 0 || !seq_lt(s, p.next_seq))
+            return AckCheck::Bad;
+    }
+    return AckCheck::Ok;
+}
+
+// Path failed: forget its owed completions, re-drive its unacked frames on
+// the next live path; none left -> the peer is dead.
+void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now,
+                                     const char* reason) {
+    PathSlot& pa = p.paths[slot];
+    if (pa.state == PathState::Failed || p.state == PeerState::Dead)
+        return;
+    set_state(ch, p, pa, PathState::Failed, reason);
+    ++pa.counters.failures;
+    ++p.counters.paths_lost;
+    pa.ack_deadline = kNever;
+    pa.wd_deadline = kNever;
+    pa.ack_retries = 0;
+    pa.wd_retries = 0;
+    pa.local_pending = 0;
+    emit(ch, Kind::PathFailed, p.id, pa.id);
+
+    const std::uint32_t bit = slot_bit(slot);
+    const std::uint8_t target = choose_path(p, kAnyPath, std::size_t{slot} + 1);
+    bool moved = false;
+    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
+        TxFrame& f = tx(ch, p, s);
+        if (f.state == FrameState::Free)
+            continue;
+        f.pending &= ~bit;
+        if (f.state == FrameState::Acked) {
+            release_if_done(ch, p, f);
+            continue;
+        }
+        if (f.path != slot || target == kNoSlot)
+            continue;
+        ++pa.counters.redriven;
+        moved = true;
+        std::uint8_t to = target;
+        if ((f.pending & slot_bit(to)) != 0) {
+            const std::uint8_t other = choose_path(p, kAnyPath, std::size_t{slot} + 1, f.pending);
+            if (other != kNoSlot)
+                to = other;
+        }
+        if (transmit(ch, p, f, to, now, true))
+            ++p.counters.failover_retransmits;
+        else
+            move_frame(ch, p, f, to, now);
+    }
+    pa.outstanding = 0;
+    if (moved)
+        ++p.counters.failovers;
+    if (target == kNoSlot) {
+        kill(ch, p, "no path left");
+        return;
+    }
+    advance_una(ch, p);
+}
+
+// The peer is dead: report every frame, stop every timer.
+void ReliableChannel::Ops::kill(Ch& ch, Peer& p, const char* reason) {
+    if (!set_state(ch, p, PeerState::Dead, reason))
+        return;
+    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
+        TxFrame& f = tx(ch, p, s);
+        if (f.state == FrameState::InFlight) {
+            ++p.counters.frames_abandoned;
+            emit(ch, Kind::Abandoned, p.id, 0, f.token);
+        } else if (f.state == FrameState::Acked) {
+            emit(ch, Kind::Acked, p.id, 0, f.token);
+        }
+        if (f.state != FrameState::Free)
+            set_state(ch, p, f, FrameState::Free, reason);
+        f.pending = 0;
+    }
+    p.una = p.next_seq;
+    p.unacked = 0;
+    p.unreleased = 0;
+    for (PathSlot& pa : p.paths) {
+        pa.ack_deadline = kNever;
+        pa.wd_deadline = kNever;
+        pa.outstanding = 0;
+        pa.local_pending = 0;
+    }
+    p.ack_due = kNever;
+    p.dirty.clear();
+    p.rx_unacked = 0;
+    emit(ch, Kind::PeerDead, p.id);
+}
+
+void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
+    PathSlot& pa = p.paths[slot];
+    if (pa.outstanding == 0) {
+        pa.ack_deadline = kNever;
+        return;
+    }
+    const Micros timeout = ch.params_.ack_timeout;
+    const std::uint32_t bit = slot_bit(slot);
+    // Frames a completion is owed for are the watchdog's business.
+    std::size_t aged = 0;
+    Micros youngest_wait = kNever;
+    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
+        const TxFrame& f = tx(ch, p, s);
+        if (f.state != FrameState::InFlight || f.path != slot || (f.pending & bit) != 0)
+            continue;
+        const Micros due = add_saturating(f.last_tx, timeout);
+        if (due <= now)
+            ++aged;
+        else
+            youngest_wait = std::min(youngest_wait, due);
+    }
+    if (aged == 0) {  // nothing to resend yet: not an expiry that counts
+        pa.ack_deadline = youngest_wait != kNever
+                              ? youngest_wait
+                              : add_saturating(now, backoff(timeout, pa.ack_retries));
+        return;
+    }
+    ++pa.ack_retries;
+    ++pa.counters.ack_timeouts;
+    ++p.counters.ack_timeouts;
+    if (pa.ack_retries > ch.params_.ack_retries) {
+        fail_path(ch, p, slot, now, "ack retries exhausted");
+        return;
+    }
+    refresh(ch, p, pa, "ack timer expired");
+    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
+        TxFrame& f = tx(ch, p, s);
+        if (f.state != FrameState::InFlight || f.path != slot || (f.pending & bit) != 0 ||
+            add_saturating(f.last_tx, timeout) > now)
+            continue;
+        if (transmit(ch, p, f, slot, now, true))
+            ++p.counters.timeout_retransmits;
+    }
+    pa.ack_deadline = add_saturating(now, backoff(timeout, pa.ack_retries));
+}
+
+void ReliableChannel::Ops::watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
+    PathSlot& pa = p.paths[slot];
+    if (pa.local_pending == 0) {
+        pa.wd_deadline = kNever;
+        return;
+    }
+    ++pa.wd_retries;
+    ++pa.counters.watchdog_timeouts;
+    ++p.counters.watchdog_timeouts;
+    if (pa.wd_retries > ch.params_.watchdog_retries) {
+        fail_path(ch, p, slot, now, "watchdog retries exhausted");
+        return;
+    }
+    refresh(ch, p, pa, "watchdog expired");
+    pa.wd_deadline = add_saturating(now, backoff(ch.params_.watchdog_timeout, pa.wd_retries));
+}
+
+// ---------------------------------------------------------------- public API
+
+SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, std::size_t bytes,
+                                     PathId hint) {
+    Peer* p = find(peer);
+    if (p == nullptr)
+        return {SubmitStatus::UnknownPeer, 0};
+    if (p->state == PeerState::Dead)
+        return {SubmitStatus::PeerDead, 0};
+    const std::uint8_t slot = Ops::choose_path(*p, hint, p->rr);
+    if (slot == kNoSlot)
+        return {SubmitStatus::NoPath, 0};
+    if (p->window.empty())
+        p->window.assign(params_.window, TxFrame{});
+    if (static_cast<std::uint32_t>(p->next_seq - p->una) >= params_.window) {
+        ++p->counters.window_full;
+        return {SubmitStatus::WindowFull, 0};
+    }
+    if (hint == kAnyPath || p->paths[slot].id != hint)
+        p->rr = std::size_t{slot} + 1;
+    const std::uint32_t seq = p->next_seq;
+    p->next_seq = seq_after(seq);
+    TxFrame& f = Ops::tx(*this, *p, seq);
+    f = TxFrame{};
+    f.seq = seq;
+    f.token = token;
+    f.bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
+    Ops::set_state(*this, *p, f, FrameState::InFlight, "submitted");
+    if (p->unacked++ == 0)
+        p->last_progress = now;
+    ++p->unreleased;
+    ++p->counters.frames_submitted;
+    Ops::transmit(*this, *p, f, slot, now, false);
+    reschedule(peer);
+    flush_outputs();
+    return {SubmitStatus::Ok, seq};
+}
+
+bool ReliableChannel::can_submit(PeerId peer) const noexcept {
+    const Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return false;
+    if (Ops::choose_path(*p, kAnyPath, 0) == kNoSlot)
+        return false;
+    return static_cast<std::uint32_t>(p->next_seq - p->una) < params_.window;
+}
+
+void ReliableChannel::on_local_complete(PeerId peer, PathId path, FrameRef ref, bool ok,
+                                        Micros now) {
+    Peer* p = find(peer);
+    if (p == nullptr)
+        return;
+    const std::uint8_t slot = Ops::find_slot(*p, path);
+    if (slot == kNoSlot || p->window.empty()) {
+        ++p->counters.stale_completions;
+        return;
+    }
+    TxFrame& f = Ops::tx(*this, *p, ref.seq);
+    const std::uint32_t bit = slot_bit(slot);
+    if (f.state == FrameState::Free || f.seq != ref.seq || f.token != ref.token ||
+        (f.pending & bit) == 0) {
+        ++p->counters.stale_completions;  // e.g. the path failed in between
+        return;
+    }
+    PathSlot& pa = p->paths[slot];
+    f.pending &= ~bit;
+    if (pa.local_pending > 0)
+        --pa.local_pending;
+    pa.wd_retries = 0;
+    pa.wd_deadline = pa.local_pending > 0 ? add_saturating(now, params_.watchdog_timeout) : kNever;
+    if (ok) {
+        Ops::refresh(*this, *p, pa, "local completion");
+    } else {
+        ++pa.counters.local_errors;
+        ++p->counters.local_errors;
+        Ops::fail_path(*this, *p, slot, now, "local completion with error");
+    }
+    Ops::release_if_done(*this, *p, f);
+    if (p->state == PeerState::Alive)
+        Ops::advance_una(*this, *p);
+    reschedule(peer);
+    flush_outputs();
+}
+
+void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micros now) {
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return;
+    ++p->counters.acks_received;
+    if (const std::uint8_t s = Ops::find_slot(*p, path); s != kNoSlot)
+        ++p->paths[s].counters.acks_received;
+    switch (Ops::check_ack(*p, ack)) {
+        case Ops::AckCheck::Ok:
+            break;
+        case Ops::AckCheck::Stale:
+            ++p->counters.stale_acks;
+            return;
+        case Ops::AckCheck::Bad:
+            ++p->counters.bad_acks;
+            logf(log_, LogLevel::Debug,
+                 "pml dr channel: peer %u: bad ack cum %u base %u mask %#" PRIx64 " (next %u)",
+                 peer, ack.cum_seq, ack.sack_base, ack.sack_mask, p->next_seq);
+            return;
+    }
+    if (p->window.empty()) {  // nothing ever sent: a valid ACK can only repeat cum
+        ++p->counters.dup_acks;
+        return;
+    }
+    Ops::AckScan scan;
+    for (std::uint32_t s = seq_after(p->cum_acked); seq_le(s, ack.cum_seq); s = seq_after(s))
+        Ops::ack_frame(*this, *p, s, scan);
+    p->cum_acked = ack.cum_seq;
+    for (unsigned i = 0; i < kVfragFrames; ++i) {
+        const auto s = static_cast<std::uint32_t>(ack.sack_base + i);
+        if (((ack.sack_mask >> i) & 1u) != 0 && seq_gt(s, ack.cum_seq))
+            Ops::ack_frame(*this, *p, s, scan);
+    }
+    if (!scan.any) {
+        ++p->counters.dup_acks;
+        return;
+    }
+    p->last_progress = now;
+    for (std::size_t i = 0; i < p->paths.size(); ++i) {
+        if ((scan.progressed & slot_bit(static_cast<std::uint8_t>(i))) == 0)
+            continue;
+        PathSlot& pa = p->paths[i];
+        if (pa.state == PathState::Failed)
+            continue;
+        pa.ack_retries = 0;
+        pa.ack_deadline = pa.outstanding > 0 ? add_saturating(now, params_.ack_timeout) : kNever;
+        Ops::refresh(*this, *p, pa, "ack progress");
+    }
+    // NACK: holes below the highest seq this ACK acknowledged, resent when a
+    // frame transmitted later on the same path got through.
+    for (std::uint32_t s = seq_after(ack.cum_seq); seq_lt(s, scan.highest); s = seq_after(s)) {
+        TxFrame& f = Ops::tx(*this, *p, s);
+        if (f.seq != s || f.state != FrameState::InFlight || f.path == kNoSlot ||
+            f.tx_order >= scan.max_tx[f.path])
+            continue;
+        if (Ops::transmit(*this, *p, f, f.path, now, true))
+            ++p->counters.nack_retransmits;
+    }
+    Ops::advance_una(*this, *p);
+    reschedule(peer);
+    flush_outputs();
+}
+
+}  // namespace pml::dr::core
