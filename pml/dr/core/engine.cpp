@@ -159,13 +159,13 @@ void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
 void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path) {
     ++rx_.frames;
     rx_.bytes += frame.size();
-    auto decoded = decode(frame);
-    if (!decoded) {
-        count_decode_error(decoded.error());
+    Decoded decoded_frame;
+    if (auto ok = decode_into(frame, decoded_frame); !ok) {
+        count_decode_error(ok.error());
         return;
     }
-    const Common& c =
-        std::visit([](const auto& h) -> const Common& { return h.common; }, decoded->header);
+    const Decoded* decoded = &decoded_frame;
+    const Common& c = common_of(decoded->header);
     auto pit = peer_ids_.find(PeerName{c.src_jobid, c.src_vpid});
     if (pit == peer_ids_.end()) {
         ++rx_.unknown_peer;

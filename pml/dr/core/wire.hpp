@@ -167,9 +167,19 @@ struct Decoded {
 // bounds; never asserts.
 Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept;
 
+// The same, filling a caller's Decoded (no copies on the receive hot path).
+Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& out) noexcept;
+
+// The common header of any decoded header.
+inline const Common& common_of(const Header& h) noexcept {
+    return std::visit([](const auto& x) -> const Common& { return x.common; }, h);
+}
+
 // Checks only the header of a frame whose payload is not contiguous with it
 // (scatter/gather segments): payload CRC is then the caller's business.
 Result<Decoded> decode_header(std::span<const std::uint8_t> header_bytes,
                               std::size_t payload_bytes) noexcept;
+Result<void> decode_header_into(std::span<const std::uint8_t> header_bytes,
+                                std::size_t payload_bytes, Decoded& out) noexcept;
 
 }  // namespace pml::dr::core
