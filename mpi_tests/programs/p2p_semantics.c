@@ -311,6 +311,35 @@ static void test_cancel(void) {
     int v = rank, got = -1;
     MPI_Sendrecv(&v, 1, MPI_INT, rank, 999, &got, 1, MPI_INT, rank, 999, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK(got == rank, "message after cancel: %d", got);
+    /* Cancelling a send may fail ("not cancelled") but must not lose or
+     * corrupt the message. */
+    if (size >= 2 && rank <= 1) {
+        size_t n = 300000;
+        unsigned char *b = malloc(n);
+        if (rank == 0) {
+            fill(b, n, 0, 55);
+            MPI_Request sr;
+            MPI_Isend(b, (int)n, MPI_BYTE, 1, 998, MPI_COMM_WORLD, &sr);
+            MPI_Cancel(&sr);
+            MPI_Status sst;
+            MPI_Wait(&sr, &sst);
+            int sc = 0;
+            MPI_Test_cancelled(&sst, &sc);
+            int tell = sc;
+            MPI_Send(&tell, 1, MPI_INT, 1, 997, MPI_COMM_WORLD);
+        } else {
+            /* Posted first: a rendezvous send completes only once matched. */
+            MPI_Request rr;
+            MPI_Irecv(b, (int)n, MPI_BYTE, 0, 998, MPI_COMM_WORLD, &rr);
+            int was_cancelled = 0;
+            MPI_Recv(&was_cancelled, 1, MPI_INT, 0, 997, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (was_cancelled) MPI_Cancel(&rr);
+            MPI_Wait(&rr, MPI_STATUS_IGNORE);
+            if (!was_cancelled)
+                CHECK(bad_byte(b, n, 0, 55) == (size_t)-1, "message whose send cancel failed is corrupt");
+        }
+        free(b);
+    }
 }
 
 static void test_persistent(void) {
