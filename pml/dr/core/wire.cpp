@@ -172,6 +172,7 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
     return seal(w);
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
 Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t payload_bytes,
                                 Decoded& d) noexcept {
     // Only the type byte is looked at before the CRC: it says how many bytes
@@ -218,12 +219,13 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     };
     switch (type) {
         case FrameType::Match: {
-            auto& h = d.header.emplace<MatchHdr>(MatchHdr{c, get_match(r)});
+            MatchHdr h{c, get_match(r)};
             check_payload_len(h.match.payload_len, h.match.payload_crc);
+            d.header = h;
             break;
         }
         case FrameType::Rndv: {
-            auto& h = d.header.emplace<RndvHdr>(RndvHdr{c, get_match(r), 0, 0, 0});
+            RndvHdr h{c, get_match(r), 0, 0, 0};
             h.msg_len = r.u64();
             h.send_req = r.u64();
             h.remote_addr = r.u64();
@@ -236,33 +238,38 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
                 r.fail(Error(ErrorCode::BadField, "remote_addr set without RGET flag"));
             else if (!rget && h.msg_len < h.match.payload_len)
                 r.fail(Error(ErrorCode::BadLength, "RNDV payload longer than the message"));
+            d.header = h;
             break;
         }
         case FrameType::Cts: {
-            auto& h = d.header.emplace<CtsHdr>(CtsHdr{c, r.u64(), r.u64(), r.u64(), r.u64()});
+            CtsHdr h{c, r.u64(), r.u64(), r.u64(), r.u64()};
             if (payload != 0)
                 r.fail(Error(ErrorCode::BadLength, "CTS carries no payload"));
             if (h.offset > h.want_len)
                 r.fail(Error(ErrorCode::BadField, "CTS offset past want_len"));
+            d.header = h;
             break;
         }
         case FrameType::Frag: {
-            auto& h = d.header.emplace<FragHdr>(FragHdr{c, 0, 0, 0, 0});
+            FragHdr h{c, 0, 0, 0, 0};
             h.recv_req = r.u64();
             h.offset = r.u64();
             h.payload_len = r.u32();
             h.payload_crc = r.u32();
             check_payload_len(h.payload_len, h.payload_crc);
+            d.header = h;
             break;
         }
         case FrameType::Ack: {
-            d.header.emplace<AckHdr>(AckHdr{c, r.u32(), r.u32(), r.u64()});
+            const AckHdr h{c, r.u32(), r.u32(), r.u64()};
+            d.header = h;
             if (payload != 0)
                 r.fail(Error(ErrorCode::BadLength, "ACK carries no payload"));
             break;
         }
         case FrameType::Credit: {
-            d.header.emplace<CreditHdr>(CreditHdr{c, r.u64()});
+            const CreditHdr h{c, r.u64()};
+            d.header = h;
             if (payload != 0)
                 r.fail(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
             break;
@@ -274,6 +281,7 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     return {};
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
 Result<Decoded> decode_header(std::span<const std::uint8_t> bytes,
                               std::size_t payload_bytes) noexcept {
     Decoded d;
@@ -283,6 +291,7 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes,
     return d;
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
 Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& d) noexcept {
     auto ok = decode_header_into(frame, 0, d);
     if (!ok)
@@ -302,6 +311,7 @@ Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& d) noexce
     return {};
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
 Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept {
     Decoded d;
     auto ok = decode_into(frame, d);
