@@ -172,7 +172,8 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
     return seal(w);
 }
 
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t payload_bytes,
                                 Decoded& d) noexcept {
     // Only the type byte is looked at before the CRC: it says how many bytes
@@ -281,7 +282,8 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     return {};
 }
 
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<Decoded> decode_header(std::span<const std::uint8_t> bytes,
                               std::size_t payload_bytes) noexcept {
     Decoded d;
@@ -291,7 +293,8 @@ Result<Decoded> decode_header(std::span<const std::uint8_t> bytes,
     return d;
 }
 
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& d) noexcept {
     auto ok = decode_header_into(frame, 0, d);
     if (!ok)
@@ -311,7 +314,8 @@ Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& d) noexce
     return {};
 }
 
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept {
     Decoded d;
     auto ok = decode_into(frame, d);

@@ -165,11 +165,13 @@ struct Decoded {
 // fields, per-type lengths (payload_len must equal the bytes present), and
 // the payload CRC when the frame says it carries one. Never reads out of
 // bounds; never asserts.
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept;
 
 // The same, filling a caller's Decoded (no copies on the receive hot path).
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& out) noexcept;
 
 // The common header of any decoded header.
@@ -190,10 +192,12 @@ inline const Common& common_of(const Header& h) noexcept {
 
 // Checks only the header of a frame whose payload is not contiguous with it
 // (scatter/gather segments): payload CRC is then the caller's business.
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<Decoded> decode_header(std::span<const std::uint8_t> header_bytes,
                               std::size_t payload_bytes) noexcept;
-// NOLINTNEXTLINE(bugprone-exception-escape): std::variant assignment of trivially copyable headers cannot throw
+// Assigning trivially copyable headers to the variant cannot throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 Result<void> decode_header_into(std::span<const std::uint8_t> header_bytes,
                                 std::size_t payload_bytes, Decoded& out) noexcept;
 
