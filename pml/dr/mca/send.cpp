@@ -382,15 +382,23 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     r->rndv = true;
     if (r->wire_id == 0)
         r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
-    if (size > btl_eager && (r->rdma_btl != nullptr || rget_prepare(r))) {
+    // The RNDV frame may be larger than an eager frame: BTLs say how large
+    // with btl_rndv_eager_limit (vader: 32 KiB against 4 KiB eager), as ob1
+    // uses it. A message that fits goes whole; longer ones use RGET where
+    // possible (a get costs a system call on CMA, worth it only past this).
+    const std::size_t rndv_frame =
+        std::min(std::max(bb->btl->btl_rndv_eager_limit, btl_eager), bb->btl->btl_max_send_size);
+    const bool fits_rndv =
+        rndv_frame > core::kRndvHeaderSize && size <= rndv_frame - core::kRndvHeaderSize;
+    if (!fits_rndv && (r->rdma_btl != nullptr || rget_prepare(r))) {
         const int rc = send_rget_frame(r, seq);
         if (rc != OMPI_ERR_NOT_AVAILABLE)
             return rc;
         rget_release_send(r);
     }
     std::size_t first =
-        btl_eager > core::kRndvHeaderSize
-            ? std::min({size, btl_eager - core::kRndvHeaderSize, s.config.eager_limit})
+        rndv_frame > core::kRndvHeaderSize
+            ? std::min({size, rndv_frame - core::kRndvHeaderSize, s.config.eager_limit})
             : 0;
     // Without eager credit the RNDV goes without data and asks for credit.
     const bool starved = first > 0 && !eng.try_charge_eager(r->peer, first);
