@@ -20,7 +20,8 @@ bool get_capable(const mca_bml_base_btl_t* bb) noexcept {
 }
 
 void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*,
-              mca_btl_base_registration_handle_t*, void* context, void*, int status) noexcept;
+              mca_btl_base_registration_handle_t*, void*, void* cbdata, int status) noexcept;
+void get_finished(RecvRequest* r, int status) noexcept;
 
 // Issues gets for [from, to) of the message in btl_get_limit pieces. Sets
 // `from` to where it stopped when the BTL runs out of resources.
@@ -49,40 +50,38 @@ int issue_gets(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t& from,
 }
 
 // The issuing side holds one count on gets_outstanding until every get is
-// issued, so completions cannot finish the request early; this drops it.
+// issued, so completions cannot finish the request early. Issues what is
+// left from `from` (advancing it) and drops that hold; false when the BTL
+// ran out of resources first, to be retried from progress.
+bool issue_rest(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t& from) noexcept {
+    const int rc = issue_gets(r, remote_addr, from, r->bytes_expected);
+    if (rc == OMPI_ERR_OUT_OF_RESOURCE)
+        return false;
+    get_finished(r, rc);
+    return true;
+}
+
 void issue_all_then_release(RecvRequest* r, std::uint64_t remote_addr,
                             std::uint64_t from) noexcept {
-    const int rc = issue_gets(r, remote_addr, from, r->bytes_expected);
-    if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
-        defer(r, [r, remote_addr, from] {
-            std::uint64_t at = from;
-            const int again = issue_gets(r, remote_addr, at, r->bytes_expected);
-            if (again == OMPI_ERR_OUT_OF_RESOURCE && at == from)
-                return false;
-            if (again == OMPI_ERR_OUT_OF_RESOURCE) {
-                issue_all_then_release(r, remote_addr, at);  // progress made: queue the rest
-                return true;
-            }
-            get_done(nullptr, nullptr, nullptr, nullptr, nullptr, r, again);
-            return true;
-        });
-        return;
-    }
-    get_done(nullptr, nullptr, nullptr, nullptr, nullptr, r, rc);
+    if (!issue_rest(r, remote_addr, from))
+        defer(r, [r, remote_addr, from]() mutable { return issue_rest(r, remote_addr, from); });
 }
 
 void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*,
-              mca_btl_base_registration_handle_t*, void* context, void* cbdata,
-              int status) noexcept {
+              mca_btl_base_registration_handle_t*, void*, void* cbdata, int status) noexcept {
     Guard g;
-    auto* r = static_cast<RecvRequest*>(cbdata != nullptr ? cbdata : context);
+    get_finished(static_cast<RecvRequest*>(cbdata), status);
+}
+
+// One get (or the issuing hold) is over; the last one ends the receive or,
+// if any failed, falls back to having the sender push FRAGs.
+void get_finished(RecvRequest* r, int status) noexcept {
     --r->gets_outstanding;
     if (status != OMPI_SUCCESS)
         r->get_failed = true;
     if (r->gets_outstanding != 0)
         return;
     if (r->get_failed) {
-        // Fall back to having the sender push everything as FRAGs.
         r->bytes_received = 0;
         r->wire_id = state().engine->register_recv(reinterpret_cast<core::Handle>(r), r->peer,
                                                    r->bytes_expected);

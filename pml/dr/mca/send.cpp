@@ -10,10 +10,6 @@ namespace {
 constexpr std::uint32_t kDesFlags =
     MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
 
-bool want_csum(const mca_bml_base_btl_t* bb) noexcept {
-    return csum_wanted(bb->btl);
-}
-
 void schedule_frags(SendRequest* r) noexcept;
 
 void check_send_done(SendRequest* r) noexcept {
@@ -89,7 +85,7 @@ int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_
         return OMPI_ERROR;
     }
     len = size;
-    const bool csum = want_csum(bb);
+    const bool csum = csum_wanted(bb->btl);
     std::uint32_t crc = 0;
     if (csum) {
         // The payload follows the header in segment 0 and/or fills the next segments.
@@ -116,7 +112,7 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
     if (des == nullptr)
         return OMPI_ERR_OUT_OF_RESOURCE;
     auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
-    const bool csum = want_csum(bb);
+    const bool csum = csum_wanted(bb->btl);
     std::uint32_t crc = 0;
     if (len > 0) {
         opal_convertor_t* conv = &r->base.req_base.req_convertor;
@@ -261,7 +257,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     const core::PeerId peer = peer_for(proc);
     if (!state().engine->try_charge_eager(peer, size))
         return OMPI_ERR_NOT_AVAILABLE;
-    const bool csum = want_csum(bb);
+    const bool csum = csum_wanted(bb->btl);
     core::MatchHdr h;
     h.common = make_common(csum_flag(csum));
     h.match.cid = comm->c_contextid;
