@@ -104,6 +104,16 @@ void Network::trace(TraceKind kind, Rank src, Rank dst, LinkIndex link, std::uin
         tracer_(TraceRecord{sim_.now(), kind, src, dst, link, seq, size});
 }
 
+// A frame left the sender: number it, count it, trace it.
+std::uint64_t Network::record_send(Channel& ch, Rank src, Rank dst, LinkIndex link,
+                                   std::size_t size) {
+    const std::uint64_t seq = ch.next_seq++;
+    bump(link, &NetworkStats::sent);
+    bump(link, &NetworkStats::bytes_sent, size);
+    trace(TraceKind::Send, src, dst, link, seq, size);
+    return seq;
+}
+
 SendStatus Network::send(Frame frame) {
     if (!valid(frame.src, frame.dst, frame.link)) {
         ++total_.rejected;  // no valid link to attribute it to
@@ -123,12 +133,9 @@ SendStatus Network::send(Frame frame) {
             return SendStatus::LinkDown;
         }
         // Silent black hole: the sender believes the frame left.
-        const std::uint64_t seq = ch.next_seq++;
-        bump(link, &NetworkStats::sent);
-        bump(link, &NetworkStats::bytes_sent, size);
+        const std::uint64_t seq = record_send(ch, src, dst, link, size);
         bump(link, &NetworkStats::dropped);
         bump(link, &NetworkStats::dropped_link_down);
-        trace(TraceKind::Send, src, dst, link, seq, size);
         trace(TraceKind::Drop, src, dst, link, seq, size);
         return SendStatus::Ok;
     }
@@ -139,10 +146,7 @@ SendStatus Network::send(Frame frame) {
         return SendStatus::Busy;
     }
 
-    const std::uint64_t seq = ch.next_seq++;
-    bump(link, &NetworkStats::sent);
-    bump(link, &NetworkStats::bytes_sent, size);
-    trace(TraceKind::Send, src, dst, link, seq, size);
+    const std::uint64_t seq = record_send(ch, src, dst, link, size);
 
     const FrameFate fate = plan_.draw(src, dst, link, size);
     const Micros jitter = plan_.draw_jitter(params.jitter);

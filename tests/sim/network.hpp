@@ -153,6 +153,7 @@ class Network {
         return channels_[index(src, dst, link)];
     }
     void bump(LinkIndex link, std::uint64_t NetworkStats::*field, std::uint64_t by = 1);
+    std::uint64_t record_send(Channel& ch, Rank src, Rank dst, LinkIndex link, std::size_t size);
     void trace(TraceKind kind, Rank src, Rank dst, LinkIndex link, std::uint64_t seq,
                std::size_t size);
     void schedule_copy(Micros at, Copy copy);
