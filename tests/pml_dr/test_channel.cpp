@@ -407,6 +407,19 @@ TEST(ChannelReceiver, DuplicateIsReackedAtOnceAndNeverRedelivered) {
     EXPECT_EQ(r.on_data(7, kP1, 1, 8), Verdict::Drop);
 }
 
+TEST(ChannelReceiver, AckNowIsNotCoalesced) {
+    Rec out;
+    ReliableChannel r(test_params(), out);  // ack_every 4, ack_delay 100
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 1, 0), Verdict::Deliver);
+    EXPECT_TRUE(out.acks.empty());  // waits for more or for ack_delay
+    EXPECT_EQ(r.on_data(kPeer, kP1, 2, 1, 0, true), Verdict::Deliver);
+    ASSERT_EQ(out.acks.size(), 1u);  // the flagged frame is acknowledged at once, with 1
+    EXPECT_EQ(out.acks[0].ack.cum_seq, 2u);
+    EXPECT_EQ(r.next_deadline(), kNever);  // nothing left owed
+}
+
 TEST(ChannelReceiver, TooFarAheadIsDroppedUnacked) {
     Rec out;
     ReliableChannel r(test_params(), out);  // window 64

@@ -8,7 +8,7 @@ TEST(PmlDrConfig, DefaultsValidate) {
     Config c;
     EXPECT_EQ(validate(default_params(), c), "");
     EXPECT_EQ(c.eager_limit, 128u * 1024u);
-    EXPECT_EQ(c.ack_timeout, 10 * plugin::common::kSeconds);
+    EXPECT_EQ(c.ack_timeout, 1 * plugin::common::kSeconds);
     EXPECT_FALSE(c.faults_enabled());
 }
 
@@ -26,6 +26,13 @@ TEST(PmlDrConfig, RejectsOutOfRange) {
     p = default_params();
     p.ack_timeout_ms = 0;
     EXPECT_NE(validate(p, c), "");
+    p = default_params();
+    p.fault_fail_after = 10;  // which BTL?
+    EXPECT_NE(validate(p, c), "");
+    p.fault_fail_btl = "tcp";
+    EXPECT_EQ(validate(p, c), "");
+    EXPECT_EQ(c.fault_fail_btl, "tcp");
+    EXPECT_EQ(c.fault_fail_after, 10u);
 }
 
 // ------------------------------------------------------------ frag scheduler

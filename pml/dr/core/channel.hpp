@@ -62,9 +62,9 @@
 //     re-delivered); a seq more than `window` ahead is dropped unacked (an
 //     honest sender never gets there; a later resend lands in the window).
 //   - ACKs coalesce: after `ack_every` delivered frames or `ack_delay` after
-//     the first unacked one; one ACK per vfrag that saw arrivals above cum (a
-//     bare cumulative ACK when there is none); sent on the path the latest
-//     data came on (another live path if the channel declared that one failed).
+//     the first unacked one, at once for a frame the sender marked ack_now; one ACK per vfrag that
+//     saw arrivals above cum (a bare cumulative ACK when there is none); sent on the path the
+//     latest data came on (another live path if the channel declared that one failed).
 //
 // Output discipline: outputs are queued and handed to ChannelOutput at the end
 // of the outermost public call, after the channel's state is consistent. The
@@ -266,7 +266,10 @@ class ReliableChannel {
     void on_ack(PeerId peer, PathId path, const AckInfo& ack, Micros now);
 
     // --- receiver: a data frame with `seq` arrived intact on `path`.
-    Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0);
+    // ack_now: the sender waits on this frame's ACK (the last frame of a
+    // request): acknowledge it at once instead of coalescing.
+    Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0,
+                    bool ack_now = false);
 
     // --- timers as data
     [[nodiscard]] Micros next_deadline() const noexcept;

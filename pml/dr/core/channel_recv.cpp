@@ -110,7 +110,7 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
 // ---------------------------------------------------------------- public API
 
 Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now,
-                                 std::size_t bytes) {
+                                 std::size_t bytes, bool ack_now) {
     Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead)
         return Verdict::Drop;
@@ -147,7 +147,7 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
         ++p->paths[s].counters.frames_received;
         p->paths[s].counters.bytes_received += bytes;
     }
-    if (++p->rx_unacked >= params_.ack_every)
+    if (++p->rx_unacked >= params_.ack_every || ack_now)
         Ops::flush_acks(*this, *p, now);
     else if (p->ack_due == kNever)
         p->ack_due = add_saturating(now, params_.ack_delay);

@@ -13,8 +13,8 @@ RawParams default_params() noexcept {
     p.vfrag_frags = 64;
     p.watchdog_timeout_ms = 5000;
     p.watchdog_retries = 1;
-    p.ack_timeout_ms = 10000;
-    p.ack_retries = 3;
+    p.ack_timeout_ms = 1000;
+    p.ack_retries = 5;
     p.peer_dead_timeout_ms = 60000;
     p.unexpected_limit = 256 * 1024 * 1024;
     return p;
@@ -60,6 +60,10 @@ std::string validate(const RawParams& raw, Config& out) {
     c.fault_corrupt = raw.fault_corrupt;
     c.fault_dup = raw.fault_dup;
     c.fault_seed = raw.fault_seed;
+    c.fault_fail_btl = raw.fault_fail_btl != nullptr ? raw.fault_fail_btl : "";
+    c.fault_fail_after = raw.fault_fail_after;
+    if (c.fault_fail_after > 0 && c.fault_fail_btl.empty())
+        return "pml_dr_fault_fail_after needs pml_dr_fault_fail_btl (a BTL name)";
     out = c;
     return {};
 }

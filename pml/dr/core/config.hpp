@@ -30,6 +30,8 @@ struct RawParams {
     double fault_corrupt = 0.0;
     double fault_dup = 0.0;
     unsigned fault_seed = 0;
+    const char* fault_fail_btl = nullptr;  // BTL component name (MCA string storage)
+    unsigned fault_fail_after = 0;
 };
 
 struct Config {
@@ -39,8 +41,8 @@ struct Config {
     unsigned vfrag_frags = 64;
     plugin::common::Micros watchdog_timeout = 5 * plugin::common::kSeconds;
     unsigned watchdog_retries = 1;
-    plugin::common::Micros ack_timeout = 10 * plugin::common::kSeconds;
-    unsigned ack_retries = 3;
+    plugin::common::Micros ack_timeout = 1 * plugin::common::kSeconds;
+    unsigned ack_retries = 5;
     plugin::common::Micros peer_dead_timeout = 60 * plugin::common::kSeconds;
     std::size_t unexpected_limit = 256 * 1024 * 1024;
     bool stats = false;
@@ -48,6 +50,10 @@ struct Config {
     double fault_corrupt = 0.0;
     double fault_dup = 0.0;
     std::uint64_t fault_seed = 0;
+    // Testing: after this process sent fault_fail_after frames over the BTL
+    // named fault_fail_btl, that BTL is treated as dead (0/empty: off).
+    std::string fault_fail_btl;
+    unsigned fault_fail_after = 0;
 
     [[nodiscard]] bool faults_enabled() const noexcept {
         return fault_drop > 0.0 || fault_corrupt > 0.0 || fault_dup > 0.0;

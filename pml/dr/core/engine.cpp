@@ -1,6 +1,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace pml::dr::core {
 
@@ -8,7 +9,8 @@ using plugin::common::ErrorCode;
 using plugin::common::logf;
 using plugin::common::LogLevel;
 
-Engine::Engine(const Config& config, plugin::common::LogSink& log) : config_(config), log_(log) {}
+Engine::Engine(Config config, plugin::common::LogSink& log)
+    : config_(std::move(config)), log_(log) {}
 
 PeerId Engine::add_peer(PeerName name) {
     auto [it, inserted] = peer_ids_.try_emplace(name, static_cast<PeerId>(peers_.size()));
@@ -17,6 +19,14 @@ PeerId Engine::add_peer(PeerName name) {
         flow_.emplace_back();
     }
     return it->second;
+}
+
+bool Engine::find_peer(PeerName name, PeerId& out) const noexcept {
+    auto it = peer_ids_.find(name);
+    if (it == peer_ids_.end())
+        return false;
+    out = it->second;
+    return true;
 }
 
 const PeerName* Engine::peer_name(PeerId id) const noexcept {
@@ -38,11 +48,40 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
     parked_.erase(keep, parked_.end());
     for (Parked& p : replay) {
         parked_bytes_ -= p.frame.size();
-        // Counted in frames/bytes when it arrived; on_frame counts it again.
+        // Counted in frames/bytes when it arrived; dispatch counts it again.
+        // The gate admitted it then: a second look would call it a duplicate.
         --rx_.frames;
         rx_.bytes -= p.frame.size();
-        on_frame(p.frame, sink, p.path);
+        dispatch(p.frame, sink, p.path, false);
     }
+}
+
+PeerWaiters Engine::fail_peer(PeerId peer) {
+    PeerWaiters w;
+    for (auto& c : comms_) {
+        if (!c)
+            continue;
+        for (std::size_t r = 0; r < c->remote.size(); ++r)
+            if (c->remote[r] == peer)
+                c->matcher.take_posted_from(static_cast<std::int32_t>(r), w.posted_recvs);
+    }
+    for (auto it = recvs_.begin(); it != recvs_.end();) {
+        if (it->second.peer == peer) {
+            w.active_recvs.push_back(it->second.handle);
+            it = recvs_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = sends_.begin(); it != sends_.end();) {
+        if (it->second.peer == peer) {
+            w.sends.push_back(it->second.handle);
+            it = sends_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return w;
 }
 
 void Engine::del_comm(std::uint32_t cid, EngineSink& sink) {
@@ -157,6 +196,11 @@ void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
 }
 
 void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path) {
+    dispatch(frame, sink, path, true);
+}
+
+void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
+                      bool gated) {
     ++rx_.frames;
     rx_.bytes += frame.size();
     Decoded decoded_frame;
@@ -175,6 +219,16 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std
         return;
     }
     const PeerId peer = pit->second;
+    if (gate_ != nullptr && gated) {
+        if (const auto* ack = std::get_if<AckHdr>(&decoded->header)) {
+            gate_->on_ack(peer, path, *ack);
+            return;
+        }
+        if (!gate_->admit(peer, path, c, frame.size())) {
+            ++rx_.not_admitted;
+            return;
+        }
+    }
     const auto payload = decoded->payload;
     if (const auto* m = std::get_if<MatchHdr>(&decoded->header)) {
         on_match_or_rndv(peer, m->match, nullptr, c.flags, payload, frame, sink, path);
@@ -207,7 +261,7 @@ void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std
         }
         fl.released_by_peer = std::max(fl.released_by_peer, cr->released_total);
     } else {
-        // ACK: the reliability channel consumes it (issue 4); nothing else to do.
+        // ACK without a gate (no reliability layer): nothing to do.
     }
 }
 

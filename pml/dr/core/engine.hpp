@@ -38,6 +38,27 @@ class EngineSink : public MatchSink {
     virtual void on_credit(PeerId /*peer*/, std::uint64_t /*released_total*/) {}
 };
 
+// The reliability layer's hook into the receive path: every frame that
+// decoded intact and comes from a known peer passes through it before the
+// engine acts on it (a frame that fails its checksums never gets here, so
+// it is not acknowledged and the sender resends it).
+class FrameGate {
+  public:
+    virtual ~FrameGate() = default;
+    // A sequenced frame (all but ACK): true if it arrives for the first time
+    // and must be processed; false drops it (duplicate, outside the window).
+    virtual bool admit(PeerId peer, std::uint64_t path, const Common& common,
+                       std::size_t frame_bytes) = 0;
+    virtual void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) = 0;
+};
+
+// What is waiting on a dead peer (Engine::fail_peer).
+struct PeerWaiters {
+    std::vector<Handle> posted_recvs;  // receives naming the peer, not yet matched
+    std::vector<Handle> active_recvs;  // matched rendezvous receives still expecting data
+    std::vector<Handle> sends;         // rendezvous sends still expecting a CTS
+};
+
 // Counters of bad input: every dropped frame lands in exactly one of these.
 struct RxCounters {
     std::uint64_t frames = 0;
@@ -52,6 +73,7 @@ struct RxCounters {
     std::uint64_t dropped_unknown_comm = 0;  // parked past the limit
     std::uint64_t bad_credit = 0;            // CREDIT releasing more than we ever sent
     std::uint64_t over_limit = 0;            // sender ignored flow control; store full
+    std::uint64_t not_admitted = 0;          // the gate refused it (duplicate, outside window)
 };
 
 // Eager flow control, per peer. A sender may have at most eager_window()
@@ -68,10 +90,17 @@ struct PeerFlow {
 
 class Engine {
   public:
-    Engine(const Config& config, plugin::common::LogSink& log);
+    Engine(Config config, plugin::common::LogSink& log);
 
     // --- peers
     PeerId add_peer(PeerName name);
+    // The id of a known peer; false if unknown.
+    bool find_peer(PeerName name, PeerId& out) const noexcept;
+    // Takes every request id and posted receive bound to `peer` out of the
+    // engine so the glue can complete them in error.
+    PeerWaiters fail_peer(PeerId peer);
+    // The reliability layer (nullptr: none; every frame is processed, ACKs ignored).
+    void set_gate(FrameGate* gate) noexcept { gate_ = gate; }
     [[nodiscard]] const PeerName* peer_name(PeerId id) const noexcept;
     [[nodiscard]] std::size_t peer_count() const noexcept { return peers_.size(); }
 
@@ -141,6 +170,9 @@ class Engine {
                           std::uint16_t flags, std::span<const std::uint8_t> payload,
                           std::span<const std::uint8_t> frame, EngineSink& sink,
                           std::uint64_t path);
+    // on_frame; gated false for frames the gate already admitted (parked ones).
+    void dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
+                  bool gated);
     void count_decode_error(const plugin::common::Error& e) noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
     // Receiver: `bytes` of `peer`'s eager payload left our store.
@@ -166,6 +198,7 @@ class Engine {
     std::size_t held_bytes_ = 0;
     std::size_t held_peak_ = 0;
     RxCounters rx_;
+    FrameGate* gate_ = nullptr;
 };
 
 }  // namespace pml::dr::core

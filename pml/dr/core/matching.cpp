@@ -125,6 +125,15 @@ bool CommMatcher::cancel(Handle recv) noexcept {
     return std::any_of(in_.begin(), in_.end(), [&](Source& s) { return drop(s.posted); });
 }
 
+void CommMatcher::take_posted_from(std::int32_t src, std::vector<Handle>& out) {
+    if (src < 0 || static_cast<std::size_t>(src) >= in_.size())
+        return;
+    auto& posted = in_[static_cast<std::size_t>(src)].posted;
+    for (const Posted& p : posted)
+        out.push_back(p.recv);
+    posted.clear();
+}
+
 bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
     auto& specific = in_[static_cast<std::size_t>(src)].posted;
     auto match = [tag](const Posted& p) { return tag_matches(p.tag, tag); };

@@ -96,6 +96,9 @@ class CommMatcher {
     UnexpectedPtr post(Handle recv, std::int32_t src, std::int32_t tag);
     // Removes a queued receive; false if it is not queued (already matched).
     bool cancel(Handle recv) noexcept;
+    // Removes every queued receive naming `src` (not wildcards) into `out`:
+    // that source is gone and they can never match.
+    void take_posted_from(std::int32_t src, std::vector<Handle>& out);
     // MPI_Iprobe: the first matching unexpected message, left in place.
     [[nodiscard]] const Unexpected* peek(std::int32_t src, std::int32_t tag) const noexcept;
     // MPI_Improbe: as peek, but removed from the queue.

@@ -82,6 +82,33 @@ Result<std::size_t> seal(ByteWriter& w) noexcept {
     return n;
 }
 
+}  // namespace
+
+Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
+                   std::uint16_t add_flags) noexcept {
+    if (header.size() < kCommonHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than common header");
+    const std::size_t hsize = header_size(static_cast<FrameType>(header[1]));
+    if (hsize == 0)
+        return fail(ErrorCode::BadType, "unknown frame type");
+    if (header.size() < hsize)
+        return fail(ErrorCode::Truncated, "shorter than its type's header");
+    if ((add_flags & ~kKnownFlags) != 0)
+        return fail(ErrorCode::BadField, "unknown flag bits");
+    const auto put32 = [&](std::size_t at, std::uint32_t v) {
+        for (int i = 0; i < 4; ++i)
+            header[at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
+    };
+    const auto flags = static_cast<std::uint16_t>(((header[2] << 8) | header[3]) | add_flags);
+    header[2] = static_cast<std::uint8_t>(flags >> 8);
+    header[3] = static_cast<std::uint8_t>(flags);
+    put32(kCommonHeaderSize - 4, frame_seq);
+    put32(kCrcOffset, header_crc(header.first(hsize)));
+    return {};
+}
+
+namespace {
+
 MatchFields get_match(ByteReader& r) noexcept {
     MatchFields m;
     m.cid = r.u32();

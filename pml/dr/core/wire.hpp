@@ -69,9 +69,10 @@ enum FrameFlags : std::uint16_t {
     kFlagRetransmit = 0x0004,     // frame is a resend (statistics only)
     kFlagRget = 0x0008,           // RNDV: payload is a registration handle (see above)
     kFlagCreditStarved = 0x0010,  // RNDV: sender is out of eager credit; report releases now
+    kFlagAckNow = 0x0020,         // a request waits for this frame's ACK: do not delay it
 };
 inline constexpr std::uint16_t kKnownFlags =
-    kFlagPayloadCsum | kFlagSync | kFlagRetransmit | kFlagRget | kFlagCreditStarved;
+    kFlagPayloadCsum | kFlagSync | kFlagRetransmit | kFlagRget | kFlagCreditStarved | kFlagAckNow;
 inline constexpr std::uint16_t kRndvOnlyFlags = kFlagSync | kFlagRget | kFlagCreditStarved;
 
 inline constexpr std::size_t kCommonHeaderSize = 20;
@@ -155,6 +156,12 @@ Result<std::size_t> encode(const CtsHdr& h, std::span<std::uint8_t> out) noexcep
 Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noexcept;
+
+// Stamps an encoded header in place with its channel seq and extra flags
+// (kFlagRetransmit, kFlagAckNow) and reseals its CRC. The frame is built
+// once and its seq is known only when the channel transmits it.
+Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
+                   std::uint16_t add_flags) noexcept;
 
 struct Decoded {
     Header header;

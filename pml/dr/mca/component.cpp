@@ -5,6 +5,7 @@
 #include "opal_log.hpp"
 #include "params.hpp"
 #include "pml.hpp"
+#include "pvars.hpp"
 
 namespace {
 
@@ -45,8 +46,12 @@ __attribute__((visibility("default"))) mca_pml_base_component_2_0_0_t mca_pml_dr
 namespace {
 
 int dr_register() noexcept {
-    return pml::dr::mca::register_params(&mca_pml_dr_component.pmlm_version) == 0 ? OMPI_SUCCESS
-                                                                                  : OMPI_ERROR;
+    const mca_base_component_t* self = &mca_pml_dr_component.pmlm_version;
+    if (pml::dr::mca::register_params(self) != 0)
+        return OMPI_ERROR;
+    // Statistics are optional: a variable that does not register is not worth failing for.
+    (void)pml::dr::mca::register_pvars(self);
+    return OMPI_SUCCESS;
 }
 
 int dr_open() noexcept {

@@ -1,6 +1,7 @@
 // The PML module: the function table Open MPI calls, process and
 // communicator bookkeeping, progress.
 #include "pml.hpp"
+#include "reliability.hpp"
 
 namespace pml::dr::mca {
 namespace {
@@ -36,11 +37,10 @@ Sink g_sink;
 void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des,
               void*) noexcept {
     Guard g;
-    const auto path = reinterpret_cast<std::uint64_t>(btl);
     const mca_btl_base_segment_t* seg = des->des_segments;
     if (des->des_segment_count == 1) {
-        state().engine->on_frame(
-            {static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len}, g_sink, path);
+        reliability_on_frame(btl,
+                             {static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len});
         return;
     }
     // Rare: a BTL that hands us several segments. Gather them.
@@ -49,17 +49,18 @@ void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descr
         const auto* p = static_cast<const std::uint8_t*>(seg[i].seg_addr.pval);
         frame.insert(frame.end(), p, p + seg[i].seg_len);
     }
-    state().engine->on_frame(frame, g_sink, path);
+    reliability_on_frame(btl, frame);
 }
 
+// A BTL lost its connection to a peer (or, errproc null, everything): the
+// channel fails that path and re-drives its frames on the others.
 void btl_error(mca_btl_base_module_t* btl, int32_t, opal_proc_t* errproc, char* info) noexcept {
-    // Without the reliability layer there is no other path to move traffic
-    // to: report it; requests on that BTL complete in error through their
-    // descriptors' callbacks.
+    Guard g;
     plugin::common::logf(
-        *state().log, plugin::common::LogLevel::Error, "BTL %s reported an error%s%s (peer %s)",
+        *state().log, plugin::common::LogLevel::Warn, "BTL %s reported an error%s%s (peer %s)",
         btl->btl_component->btl_version.mca_component_name, info ? ": " : "", info ? info : "",
-        errproc != nullptr ? OPAL_NAME_PRINT(errproc->proc_name) : "unknown");
+        errproc != nullptr ? OPAL_NAME_PRINT(errproc->proc_name) : "all");
+    reliability_btl_error(btl, errproc);
 }
 
 int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
@@ -93,6 +94,9 @@ int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
 }
 
 int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
+    // MPI_Finalize: frames still unacknowledged get their chance to arrive
+    // before the BTLs go away.
+    reliability_drain();
     return mca_bml.bml_del_procs(nprocs, procs);
 }
 
@@ -240,10 +244,10 @@ int start(size_t count, ompi_request_t** requests) noexcept {
 
 int progress() noexcept {
     State& s = state();
+    int done = reliability_progress();
     if (s.pending_count.load(std::memory_order_relaxed) == 0)
-        return 0;
+        return done;
     Guard g;
-    int done = 0;
     // One pass over what is queued now, oldest first; work that still cannot
     // go keeps its relative order at the back. Work queued by a retry waits
     // for the next pass.
@@ -280,6 +284,7 @@ mca_pml_base_module_t* module_init(const core::Config& config,
     s.log = &log;
     s.engine = std::make_unique<core::Engine>(config, log);
     OBJ_CONSTRUCT(&s.lock, opal_recursive_mutex_t);
+    reliability_init(config, log);
     if (requests_init() != OMPI_SUCCESS)
         return nullptr;
     s.module = make_module();
@@ -315,6 +320,8 @@ void print_stats() noexcept {
 int module_fini() noexcept {
     State& s = g_state;
     print_stats();
+    print_reliability_stats();
+    reliability_fini();
     s.pending.clear();
     s.pending_count.store(0);
     requests_fini();

@@ -76,6 +76,13 @@ int register_params(const mca_base_component_2_1_0_t* component) noexcept {
         ParamSpec{"fault_seed",
                   "Testing: seed of the fault injection generator (same seed, same faults)",
                   ParamType::Unsigned, &r.fault_seed, d.fault_seed},
+        ParamSpec{"fault_fail_btl",
+                  "Testing: name of a BTL (e.g. tcp) that dies after fault_fail_after frames",
+                  ParamType::String, &r.fault_fail_btl, 0, 0.0, nullptr},
+        ParamSpec{"fault_fail_after",
+                  "Testing: frames this process sends over fault_fail_btl before that BTL is "
+                  "treated as dead: nothing more is sent or accepted on it (0: never)",
+                  ParamType::Unsigned, &r.fault_fail_after, d.fault_fail_after},
     };
     return plugin::common::register_params(component, specs);
 }

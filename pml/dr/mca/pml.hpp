@@ -32,7 +32,7 @@ struct SendRequest {
     std::uint64_t peer_recv_id;     // receiver's id from CTS
     std::uint64_t bytes_scheduled;  // handed to BTLs (rendezvous frags)
     std::uint64_t bytes_target;     // want_len from CTS
-    std::uint32_t frames_inflight;  // descriptors not yet locally completed
+    std::uint32_t frames_inflight;  // frames the reliability layer still holds
     bool rndv;
     bool cts_received;
     bool failed;
@@ -100,6 +100,25 @@ class Guard {
     Guard& operator=(const Guard&) = delete;
 };
 
+// A request's convertor positioned at `offset`. Frags arrive (and are
+// resent) out of order, but moving a convertor of a non-contiguous datatype
+// that stopped inside an element loses its state: such jumps use a fresh
+// clone positioned from the start; in-order and contiguous data use the
+// request's own convertor.
+class ConvertorAt {
+  public:
+    ConvertorAt(opal_convertor_t* conv, std::uint64_t offset) noexcept;
+    ~ConvertorAt();
+    ConvertorAt(const ConvertorAt&) = delete;
+    ConvertorAt& operator=(const ConvertorAt&) = delete;
+    [[nodiscard]] opal_convertor_t* get() noexcept { return use_; }
+
+  private:
+    opal_convertor_t clone_;
+    opal_convertor_t* use_;
+    bool cloned_ = false;
+};
+
 // module.cpp: the deferred-work queue (call with the module lock held).
 void defer(const void* owner, std::function<bool()> retry);
 void cancel_deferred(const void* owner) noexcept;
@@ -125,6 +144,10 @@ core::PeerId peer_for(ompi_proc_t* proc);
 // send.cpp
 int start_send(SendRequest* r) noexcept;
 void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept;
+// The reliability layer is done with one of r's frames (acked: the peer has it).
+void frame_released(SendRequest* r, bool acked) noexcept;
+// r cannot finish (its peer died): complete it in error once no frame is held.
+void fail_send(SendRequest* r) noexcept;
 int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
           mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept;
 int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,

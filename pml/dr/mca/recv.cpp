@@ -28,13 +28,11 @@ void unpack(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> 
         return;
     const std::size_t len =
         static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), r->bytes_expected - offset));
-    opal_convertor_t* conv = &r->base.req_base.req_convertor;
-    size_t pos = offset;
-    opal_convertor_set_position(conv, &pos);
+    ConvertorAt at(&r->base.req_base.req_convertor, offset);
     iovec iov{const_cast<std::uint8_t*>(data.data()), len};
     uint32_t iov_count = 1;
     size_t max_data = len;
-    opal_convertor_unpack(conv, &iov, &iov_count, &max_data);
+    opal_convertor_unpack(at.get(), &iov, &iov_count, &max_data);
     r->bytes_received += len;
 }
 

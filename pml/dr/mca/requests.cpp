@@ -2,6 +2,7 @@
 // two completions (MPI-level for the application, PML-level for our
 // resources).
 #include "pml.hpp"
+#include "reliability.hpp"
 
 #include <algorithm>
 
@@ -129,6 +130,7 @@ void reset_send_state(SendRequest* r) noexcept {
     r->cts_received = false;
     r->failed = false;
     r->scheduling = false;
+    r->frags_deferred = false;
     r->rdma_btl = nullptr;
     r->rdma_handle = nullptr;
     std::fill(std::begin(r->path_bytes), std::end(r->path_bytes), 0);
@@ -251,6 +253,22 @@ void recv_complete(RecvRequest* r, int error) noexcept {
     ompi_request_complete(req, true);
 }
 
+ConvertorAt::ConvertorAt(opal_convertor_t* conv, std::uint64_t offset) noexcept : use_(conv) {
+    size_t pos = offset;
+    if (offset != conv->bConverted && opal_convertor_need_buffers(conv)) {
+        OBJ_CONSTRUCT(&clone_, opal_convertor_t);
+        opal_convertor_clone(conv, &clone_, 0);
+        cloned_ = true;
+        use_ = &clone_;
+    }
+    opal_convertor_set_position(use_, &pos);
+}
+
+ConvertorAt::~ConvertorAt() {
+    if (cloned_)
+        OBJ_DESTRUCT(&clone_);
+}
+
 core::PeerId peer_for(ompi_proc_t* proc) {
     // The proc's PML endpoint slot caches our peer id (+1, so null means unset).
     if (void* cached = proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML]; cached != nullptr)
@@ -263,6 +281,7 @@ core::PeerId peer_for(ompi_proc_t* proc) {
     if (s.proc_of_peer.size() <= id)
         s.proc_of_peer.resize(id + 1, nullptr);
     s.proc_of_peer[id] = proc;
+    reliability_add_peer(id, proc);
     return id;
 }
 

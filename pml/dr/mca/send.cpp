@@ -3,6 +3,7 @@
 
 #include "crc32c.hpp"
 #include "pml.hpp"
+#include "reliability.hpp"
 
 namespace pml::dr::mca {
 namespace {
@@ -23,44 +24,57 @@ void check_send_done(SendRequest* r) noexcept {
         send_pml_complete(r);
 }
 
-void data_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*,
-                     mca_btl_base_descriptor_t* des, int status) noexcept {
-    Guard g;
-    auto* r = static_cast<SendRequest*>(des->des_cbdata);
-    --r->frames_inflight;
-    if (status != OMPI_SUCCESS) {
-        plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
-                             "send to peer %u: BTL completed a frame with error %d", r->peer,
-                             status);
-        r->failed = true;
-    }
-    if (r->scheduling)
-        return;  // the scheduling loop above us checks again
-    if (r->rndv && r->cts_received && !r->failed)
-        schedule_frags(r);
-    check_send_done(r);
+// The next BTL of `arr` in round-robin order whose path to `peer` the
+// channel has not declared failed (the plain next one if none is left: the
+// channel then picks a path itself or reports the peer unreachable).
+mca_bml_base_btl_t* next_usable(mca_bml_base_btl_array_t* arr, core::PeerId peer) noexcept {
+    const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+    mca_bml_base_btl_t* first = mca_bml_base_btl_array_get_next(arr);
+    mca_bml_base_btl_t* bb = first;
+    for (std::size_t i = 1; i < n && !path_usable(peer, bb->btl); ++i)
+        bb = mca_bml_base_btl_array_get_next(arr);
+    return path_usable(peer, bb->btl) ? bb : first;
 }
 
-// Hands a filled data frame to the BTL; completion arrives in data_frame_done.
-// frame_len 0: the BTL laid out the segments itself (prepare_src).
+// How a data frame is kept by the reliability layer until the peer has it.
+struct FrameOpts {
+    bool copy = false;     // keep a copy of the whole frame: the user's buffer is released first
+    bool ack_now = false;  // the request waits for this frame's ACK
+    // ack_now also when the frame's payload reaches this message offset (the last FRAG)
+    std::uint64_t ack_now_at = ~std::uint64_t{0};
+};
+
+// Hands a filled data frame to the reliability channel, which sends it on
+// this BTL unless it picks another path. frame_len 0: the BTL laid out the
+// segments itself (prepare_src). The request holds one count per frame until
+// the channel released it (frame_released).
 int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t* des,
-                    std::size_t frame_len) noexcept {
+                    std::size_t frame_len, std::size_t hdr_size, std::uint64_t offset,
+                    std::size_t len, const FrameOpts& opts) noexcept {
     if (frame_len != 0)
         des->des_segments[0].seg_len = frame_len;
-    des->des_cbfunc = data_frame_done;
-    des->des_cbdata = r;
-    ++r->frames_inflight;
-    const int rc = mca_bml_base_send(bb, des, kBtlTag);
-    if (rc < 0) {
-        --r->frames_inflight;
-        mca_bml_base_free(bb, des);
-        return rc;
+    const auto* seg0 = static_cast<const std::uint8_t*>(des->des_segments[0].seg_addr.pval);
+    auto* sf = new StoredFrame;
+    sf->peer = r->peer;
+    sf->owner = r;
+    sf->prebuilt = des;
+    sf->prebuilt_bb = bb;
+    if (opts.copy) {
+        sf->bytes.assign(seg0, seg0 + des->des_segments[0].seg_len);
+    } else {
+        sf->bytes.assign(seg0, seg0 + hdr_size);
+        sf->repack = len > 0;
+        sf->offset = offset;
+        sf->len = len;
     }
-    return OMPI_SUCCESS;
+    if (opts.ack_now || offset + len >= opts.ack_now_at)
+        sf->flags = core::kFlagAckNow;
+    ++r->frames_inflight;
+    const int rc = submit_frame(sf, bb->btl);
+    if (rc != OMPI_SUCCESS)
+        --r->frames_inflight;
+    return rc;
 }
-
-void control_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*,
-                        mca_btl_base_descriptor_t*, int) noexcept {}
 
 // Builds one frame: header (encoded by `encode_hdr(out, csum, crc, len)` once
 // the payload is packed) followed by up to `len` bytes packed from the
@@ -71,7 +85,8 @@ void control_frame_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*,
 // buffer stays borrowed until the frame's completion callback.
 template <typename EncodeHdr>
 int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size,
-                        std::uint64_t offset, std::size_t& len, EncodeHdr&& encode_hdr) noexcept {
+                        std::uint64_t offset, std::size_t& len, const FrameOpts& opts,
+                        EncodeHdr&& encode_hdr) noexcept {
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
     size_t pos = offset;
     opal_convertor_set_position(conv, &pos);
@@ -98,15 +113,16 @@ int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_
     encode_hdr(std::span<std::uint8_t>(
                    static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval), hdr_size),
                csum, crc, len);
-    return post_data_frame(r, bb, des, 0);
+    return post_data_frame(r, bb, des, 0, hdr_size, offset, len, opts);
 }
 
 template <typename EncodeHdr>
 int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size,
-                    std::uint64_t offset, std::size_t& len, EncodeHdr&& encode_hdr) noexcept {
+                    std::uint64_t offset, std::size_t& len, const FrameOpts& opts,
+                    EncodeHdr&& encode_hdr) noexcept {
     if (len > bb->btl->btl_eager_limit && bb->btl->btl_prepare_src != nullptr &&
         !opal_convertor_need_buffers(&r->base.req_base.req_convertor))
-        return send_prepared_frame(r, bb, hdr_size, offset, len, encode_hdr);
+        return send_prepared_frame(r, bb, hdr_size, offset, len, opts, encode_hdr);
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
     if (des == nullptr)
@@ -115,13 +131,11 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
     const bool csum = csum_wanted(bb->btl);
     std::uint32_t crc = 0;
     if (len > 0) {
-        opal_convertor_t* conv = &r->base.req_base.req_convertor;
-        size_t pos = offset;
-        opal_convertor_set_position(conv, &pos);
+        ConvertorAt conv(&r->base.req_base.req_convertor, offset);
         iovec iov{base + hdr_size, len};
         uint32_t iov_count = 1;
         size_t max_data = len;
-        if (opal_convertor_pack(conv, &iov, &iov_count, &max_data) < 0 ||
+        if (opal_convertor_pack(conv.get(), &iov, &iov_count, &max_data) < 0 ||
             (max_data == 0 && len != 0)) {
             mca_bml_base_free(bb, des);
             return OMPI_ERROR;
@@ -131,7 +145,7 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
             crc = plugin::common::crc32c(base + hdr_size, len);
     }
     encode_hdr(std::span<std::uint8_t>(base, hdr_size), csum, crc, len);
-    return post_data_frame(r, bb, des, hdr_size + len);
+    return post_data_frame(r, bb, des, hdr_size + len, hdr_size, offset, len, opts);
 }
 
 std::uint16_t csum_flag(bool csum) noexcept {
@@ -151,8 +165,8 @@ core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t le
 }
 
 void schedule_frags(SendRequest* r) noexcept {
-    // BTLs may complete a send inline and call data_frame_done from inside
-    // mca_bml_base_send; that callback must not re-enter this loop.
+    // A frame may be released from inside the loop (an ACK processed while
+    // the BTL sends); frame_released must not re-enter it.
     if (r->scheduling)
         return;
     r->scheduling = true;
@@ -164,18 +178,26 @@ void schedule_frags(SendRequest* r) noexcept {
     // derives them from the BTLs' bandwidths).
     const std::size_t npaths = std::min(mca_bml_base_btl_array_get_size(arr), core::kMaxSchedPaths);
     double weights[core::kMaxSchedPaths];
-    for (std::size_t i = 0; i < npaths; ++i)
-        weights[i] = static_cast<double>(mca_bml_base_btl_array_get_index(arr, i)->btl_weight);
+    for (std::size_t i = 0; i < npaths; ++i) {
+        const mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, i);
+        // A path the channel declared failed gets nothing new.
+        weights[i] = path_usable(r->peer, bb->btl) ? static_cast<double>(bb->btl_weight) : 0.0;
+    }
+    // Frags fit every path, so any of them can carry a resend.
+    const std::size_t cap = std::min<std::size_t>(frame_cap(r->peer), SIZE_MAX);
     while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
         const std::size_t path = core::pick_weighted({weights, npaths}, {r->path_bytes, npaths});
         mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, path);
-        const std::size_t max_payload = bb->btl->btl_max_send_size - core::kFragHeaderSize;
+        const std::size_t max_payload =
+            std::min(bb->btl->btl_max_send_size, cap) - core::kFragHeaderSize;
         std::size_t len = static_cast<std::size_t>(
             std::min<std::uint64_t>(r->bytes_target - r->bytes_scheduled, max_payload));
         const std::uint64_t offset = r->bytes_scheduled;
         const std::uint64_t recv_id = r->peer_recv_id;
+        FrameOpts opts;
+        opts.ack_now_at = r->bytes_target;
         const int rc = send_data_frame(
-            r, bb, core::kFragHeaderSize, offset, len,
+            r, bb, core::kFragHeaderSize, offset, len, opts,
             [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                 core::FragHdr h;
                 h.common = make_common(csum_flag(csum));
@@ -234,7 +256,8 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (matcher == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
 
-    std::uint8_t frame[core::kMatchHeaderSize + kInlineMax];
+    // Packed straight into the copy the reliability layer keeps.
+    auto sf = std::make_unique<StoredFrame>();
     size_t size = 0;
     if (type_size * count > 0) {
         opal_convertor_t conv;
@@ -246,17 +269,21 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
             OBJ_DESTRUCT(&conv);
             return OMPI_ERR_NOT_AVAILABLE;
         }
-        iovec iov{frame + core::kMatchHeaderSize, size};
+        sf->bytes.resize(core::kMatchHeaderSize + size);
+        iovec iov{sf->bytes.data() + core::kMatchHeaderSize, size};
         uint32_t iov_count = 1;
         size_t max_data = size;
         const int prc = opal_convertor_pack(&conv, &iov, &iov_count, &max_data);
         OBJ_DESTRUCT(&conv);
         if (prc < 0 || max_data != size)
             return OMPI_ERR_NOT_AVAILABLE;
+    } else {
+        sf->bytes.resize(core::kMatchHeaderSize);
     }
     const core::PeerId peer = peer_for(proc);
     if (!state().engine->try_charge_eager(peer, size))
         return OMPI_ERR_NOT_AVAILABLE;
+    std::uint8_t* frame = sf->bytes.data();
     const bool csum = csum_wanted(bb->btl);
     core::MatchHdr h;
     h.common = make_common(csum_flag(csum));
@@ -267,19 +294,43 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     h.match.payload_len = static_cast<std::uint32_t>(size);
     h.match.payload_crc = csum ? plugin::common::crc32c(frame + core::kMatchHeaderSize, size) : 0;
     (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
-    const int rc = mca_bml_base_sendi(
-        bb, nullptr, frame, core::kMatchHeaderSize + size, 0, MCA_BTL_NO_ORDER,
-        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag, nullptr);
+    sf->peer = peer;
+    const int rc = submit_frame(sf.release(), bb->btl);
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
         state().engine->uncharge_eager(peer, size);
+        return OMPI_ERR_NOT_AVAILABLE;  // the request path tries again (or reports the error)
     }
-    return rc;
+    return OMPI_SUCCESS;
 }
 
 }  // namespace
 
+void frame_released(SendRequest* r, bool acked) noexcept {
+    --r->frames_inflight;
+    if (!acked) {
+        plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
+                             "send to peer %u: a frame will never be acknowledged", r->peer);
+        r->failed = true;
+    }
+    if (r->scheduling)
+        return;  // the scheduling loop above us checks again
+    if (r->rndv && r->cts_received && !r->failed)
+        schedule_frags(r);
+    check_send_done(r);
+}
+
+void fail_send(SendRequest* r) noexcept {
+    r->failed = true;
+    if (!r->scheduling)
+        check_send_done(r);
+}
+
 bool csum_wanted(const mca_btl_base_module_t* btl) noexcept {
+    // Injected corruption would otherwise reach the application unnoticed
+    // on BTLs that do not ask for checksums.
+    if (state().config.fault_corrupt > 0.0)
+        return true;
     switch (state().config.csum) {
         case core::CsumMode::Always:
             return true;
@@ -331,7 +382,11 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     h.send_req = r->wire_id;
     h.remote_addr = reinterpret_cast<std::uint64_t>(addr);
     (void)core::encode(h, std::span<std::uint8_t>(base, core::kRndvHeaderSize));
-    const int rc = post_data_frame(r, bb, des, core::kRndvHeaderSize + hlen);
+    FrameOpts opts;
+    opts.copy = true;  // small, and the handle is not in the user's buffer
+    opts.ack_now = true;
+    const int rc = post_data_frame(r, bb, des, core::kRndvHeaderSize + hlen, core::kRndvHeaderSize,
+                                   0, hlen, opts);
     if (rc != OMPI_SUCCESS)
         state().engine->uncharge_eager(r->peer, hlen);
     return rc;
@@ -342,9 +397,10 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
 // must retry with the same seq rather than give up.
 int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     State& s = state();
-    mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&r->endpoint->btl_eager);
+    mca_bml_base_btl_t* bb = next_usable(&r->endpoint->btl_eager, r->peer);
     const std::size_t size = r->base.req_bytes_packed;
-    const std::size_t btl_eager = bb->btl->btl_eager_limit;
+    // Frames fit every path to the peer, so any of them can carry a resend.
+    const std::size_t btl_eager = std::min(bb->btl->btl_eager_limit, eager_cap(r->peer));
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
 
     core::Engine& eng = *s.engine;
@@ -355,8 +411,10 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
         size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize) &&
         eng.try_charge_eager(r->peer, size)) {
         std::size_t len = size;
+        FrameOpts opts;
+        opts.copy = true;  // the send completes (MPI) before the peer acknowledges
         const int rc = send_data_frame(
-            r, bb, core::kMatchHeaderSize, 0, len,
+            r, bb, core::kMatchHeaderSize, 0, len, opts,
             [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                 core::MatchHdr h;
                 h.common = make_common(csum_flag(csum));
@@ -368,8 +426,8 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
             return rc;
         }
         eng.uncharge_eager(peer, size - len);
-        // The data now sits in the BTL's buffer: the user's buffer is free.
-        // (An inline completion may already have finished the request.)
+        // The data now sits in the reliability layer's copy: the user's
+        // buffer is free. (The request may be finished already.)
         if (!r->base.req_base.req_pml_complete)
             send_mpi_complete(r, OMPI_SUCCESS);
         return rc;
@@ -382,8 +440,8 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     // with btl_rndv_eager_limit (vader: 32 KiB against 4 KiB eager), as ob1
     // uses it. A message that fits goes whole; longer ones use RGET where
     // possible (a get costs a system call on CMA, worth it only past this).
-    const std::size_t rndv_frame =
-        std::min(std::max(bb->btl->btl_rndv_eager_limit, btl_eager), bb->btl->btl_max_send_size);
+    const std::size_t rndv_frame = std::min({std::max(bb->btl->btl_rndv_eager_limit, btl_eager),
+                                             bb->btl->btl_max_send_size, frame_cap(r->peer)});
     const bool fits_rndv =
         rndv_frame > core::kRndvHeaderSize && size <= rndv_frame - core::kRndvHeaderSize;
     if (!fits_rndv && (r->rdma_btl != nullptr || rget_prepare(r))) {
@@ -404,8 +462,10 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const std::uint64_t wire_id = r->wire_id;
     const std::uint16_t flags = static_cast<std::uint16_t>(
         (sync ? core::kFlagSync : 0) | (starved ? core::kFlagCreditStarved : 0));
+    FrameOpts opts;
+    opts.ack_now = true;  // the request completes only once the peer has it
     const int rc = send_data_frame(
-        r, bb, core::kRndvHeaderSize, 0, first,
+        r, bb, core::kRndvHeaderSize, 0, first, opts,
         [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
             core::RndvHdr h;
             h.common = make_common(static_cast<std::uint16_t>(csum_flag(csum) | flags));
@@ -481,30 +541,17 @@ void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept {
 }
 
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept {
-    State& s = state();
-    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
-    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
-    if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0)
-        return;
-    auto attempt = [ep, bytes = std::vector<std::uint8_t>(frame.begin(), frame.end())]() -> bool {
-        mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
-        mca_btl_base_descriptor_t* des = nullptr;
-        mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, bytes.size(), kDesFlags);
-        if (des == nullptr)
+    // The channel sends it on any live path; a full window waits for progress.
+    auto attempt = [peer, bytes = std::vector<std::uint8_t>(frame.begin(), frame.end())]() -> bool {
+        auto* sf = new StoredFrame;
+        sf->peer = peer;
+        sf->bytes = bytes;
+        const int rc = submit_frame(sf, nullptr);
+        if (rc == OMPI_ERR_OUT_OF_RESOURCE)
             return false;
-        std::memcpy(des->des_segments[0].seg_addr.pval, bytes.data(), bytes.size());
-        des->des_segments[0].seg_len = bytes.size();
-        des->des_cbfunc = control_frame_done;
-        des->des_cbdata = nullptr;
-        const int rc = mca_bml_base_send(bb, des, kBtlTag);
-        if (rc < 0) {
-            mca_bml_base_free(bb, des);
-            if (rc == OMPI_ERR_OUT_OF_RESOURCE)
-                return false;
-            // A dead endpoint will not get better by retrying.
-            plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
-                                 "control frame dropped (BTL error %d)", rc);
-        }
+        if (rc != OMPI_SUCCESS)
+            plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
+                                 "control frame to peer %u dropped: peer unreachable", peer);
         return true;
     };
     if (!attempt())

@@ -1,0 +1,48 @@
+// Receive-side fault injection for testing (pml_dr_fault_*): decides for
+// each arriving frame whether it is dropped, gets one bit flipped, or is
+// delivered twice. Deterministic for a seed, so a failing run can be replayed.
+// Sans I/O: the glue applies the plan to the bytes it holds.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace pml::dr::core {
+
+struct FaultPlan {
+    bool drop = false;
+    bool duplicate = false;
+    bool corrupt = false;
+    std::size_t byte = 0;   // corrupt: which byte of the frame
+    std::uint8_t mask = 0;  // corrupt: the bit flipped in it (one bit set)
+};
+
+struct FaultCounters {
+    std::uint64_t dropped = 0;
+    std::uint64_t corrupted = 0;
+    std::uint64_t duplicated = 0;
+};
+
+class FaultInjector {
+  public:
+    FaultInjector() = default;
+    // Probabilities outside 0..1 are clamped.
+    FaultInjector(double drop, double corrupt, double duplicate, std::uint64_t seed) noexcept;
+
+    [[nodiscard]] bool enabled() const noexcept { return drop_ > 0 || corrupt_ > 0 || dup_ > 0; }
+    // The fate of the next frame of `frame_len` bytes. A dropped frame is
+    // neither corrupted nor duplicated; an empty frame is never corrupted.
+    FaultPlan next(std::size_t frame_len) noexcept;
+    [[nodiscard]] const FaultCounters& counters() const noexcept { return counters_; }
+
+  private:
+    std::uint64_t bits() noexcept;  // splitmix64
+    double uniform() noexcept;      // [0, 1)
+
+    double drop_ = 0.0;
+    double corrupt_ = 0.0;
+    double dup_ = 0.0;
+    std::uint64_t state_ = 0;
+    FaultCounters counters_;
+};
+
+}  // namespace pml::dr::core

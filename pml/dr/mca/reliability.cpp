@@ -1,0 +1,558 @@
+// pml dr glue of the reliability channel (see reliability.hpp).
+#include "reliability.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "deadline_timer.hpp"
+#include "fault.hpp"
+#include "pml.hpp"
+#include "wire.hpp"
+
+namespace pml::dr::mca {
+namespace {
+
+using core::FrameRef;
+using core::PathId;
+using core::PeerId;
+using plugin::common::kNever;
+using plugin::common::logf;
+using plugin::common::LogLevel;
+using plugin::common::Micros;
+using plugin::common::monotonic_now;
+
+constexpr std::uint32_t kDesFlags =
+    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+
+PathId path_of(const mca_btl_base_module_t* btl) noexcept {
+    return reinterpret_cast<PathId>(btl);
+}
+mca_btl_base_module_t* btl_of(PathId path) noexcept {
+    return reinterpret_cast<mca_btl_base_module_t*>(path);
+}
+const char* btl_name(const mca_btl_base_module_t* btl) noexcept {
+    return btl->btl_component->btl_version.mca_component_name;
+}
+
+struct PeerLimits {
+    std::size_t max_frame = std::numeric_limits<std::size_t>::max();
+    std::size_t eager = std::numeric_limits<std::size_t>::max();
+};
+
+// What a transmission attempt came to.
+enum class TxResult { Posted, Failed, Busy };
+
+class Glue final : public core::ChannelOutput, public core::FrameGate {
+  public:
+    void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
+    void send_ack(PeerId peer, PathId path, const core::AckInfo& ack) override;
+    void path_failed(PeerId peer, PathId path) override;
+    void peer_dead(PeerId peer) override;
+    void acked(PeerId, core::FrameToken token) override { release(token, true); }
+    void abandoned(PeerId, core::FrameToken token) override { release(token, false); }
+
+    bool admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) override;
+    void on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) override;
+
+  private:
+    static void release(core::FrameToken token, bool acked) noexcept;
+};
+
+struct Reliability {
+    std::unique_ptr<core::ReliableChannel> channel;
+    Glue glue;
+    plugin::common::DeadlineTimer timer;
+    std::atomic<Micros> deadline{kNever};  // read by progress() without the lock
+    Micros now = 0;                        // time of the current entry
+    std::vector<PeerLimits> limits;
+    core::FaultInjector faults;
+    // fault_fail_btl: frames this process sent over that BTL, and whether it died.
+    std::uint64_t fail_btl_frames = 0;
+    bool fail_btl_dead = false;
+    std::uint64_t acks_dropped = 0;      // no descriptor or path for an ACK
+    std::uint64_t frames_killed_rx = 0;  // arrived on a BTL fault_fail_btl killed
+    std::vector<std::uint8_t> scratch;   // corrupted copies of frames
+};
+Reliability g_rel;
+
+core::ReliableChannel& chan() noexcept {
+    return *g_rel.channel;
+}
+
+// After every entry that reached the channel: its earliest deadline may have moved.
+void rearm() noexcept {
+    const Micros d = g_rel.channel->next_deadline();
+    g_rel.deadline.store(d, std::memory_order_relaxed);
+    g_rel.timer.arm(d, g_rel.now);
+}
+
+mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
+    const State& s = state();
+    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    if (ep == nullptr)
+        return nullptr;
+    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
+        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < n; ++i) {
+            mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, i);
+            if (bb->btl == btl)
+                return bb;
+        }
+    }
+    return nullptr;
+}
+
+bool is_fail_btl(const mca_btl_base_module_t* btl) noexcept {
+    const core::Config& c = state().config;
+    return c.fault_fail_after > 0 && c.fault_fail_btl == btl_name(btl);
+}
+
+// fault_fail_btl: counts a frame about to go over `btl`; true once that BTL
+// is dead (the frame must not go).
+bool fail_btl_hit(const mca_btl_base_module_t* btl) noexcept {
+    if (!is_fail_btl(btl))
+        return false;
+    if (g_rel.fail_btl_dead)
+        return true;
+    if (++g_rel.fail_btl_frames <= state().config.fault_fail_after)
+        return false;
+    g_rel.fail_btl_dead = true;
+    logf(*state().log, LogLevel::Warn,
+         "fault injection: BTL %s dies after %u frames (pml_dr_fault_fail_after)", btl_name(btl),
+         state().config.fault_fail_after);
+    return true;
+}
+
+void destroy_if_done(StoredFrame* sf) noexcept {
+    if (!sf->released || sf->holds != 0)
+        return;
+    if (sf->prebuilt != nullptr)
+        mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
+    SendRequest* owner = sf->owner;
+    const bool ok = sf->acked;
+    delete sf;
+    if (owner != nullptr)
+        frame_released(owner, ok);
+}
+
+void local_complete(StoredFrame* sf, PathId path, bool ok) noexcept {
+    chan().on_local_complete(
+        sf->peer, path, FrameRef{sf->seq, reinterpret_cast<core::FrameToken>(sf)}, ok, g_rel.now);
+}
+
+void frame_sent(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t*,
+                mca_btl_base_descriptor_t* des, int status) noexcept {
+    Guard g;
+    auto* sf = static_cast<StoredFrame*>(des->des_cbdata);
+    --sf->holds;
+    g_rel.now = monotonic_now();
+    if (sf->released) {
+        destroy_if_done(sf);  // acked or abandoned while this BTL still held it
+        return;
+    }
+    if (status != OMPI_SUCCESS)
+        logf(*state().log, LogLevel::Warn, "BTL %s completed a frame to peer %u with error %d",
+             btl_name(btl), sf->peer, status);
+    local_complete(sf, path_of(btl), status == OMPI_SUCCESS);
+    rearm();
+}
+
+void control_sent(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t*,
+                  int) noexcept {}
+
+TxResult post(StoredFrame* sf, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t* des,
+              PathId path) noexcept {
+    des->des_cbfunc = frame_sent;
+    des->des_cbdata = sf;
+    ++sf->holds;
+    const int rc = mca_bml_base_send(bb, des, kBtlTag);
+    if (rc >= 0)
+        return TxResult::Posted;
+    --sf->holds;
+    mca_bml_base_free(bb, des);
+    if (rc == OMPI_ERR_OUT_OF_RESOURCE)
+        return TxResult::Busy;
+    local_complete(sf, path, false);
+    return TxResult::Failed;
+}
+
+// One transmission of `sf` on `path`: the sender's descriptor when it was
+// built for that BTL, sendi for small copies, otherwise a fresh descriptor.
+TxResult put_on_path(StoredFrame* sf, PathId path, bool retransmit) noexcept {
+    mca_btl_base_module_t* btl = btl_of(path);
+    mca_bml_base_btl_t* bb = find_bml(sf->peer, btl);
+    if (bb == nullptr || fail_btl_hit(btl)) {
+        if (sf->prebuilt != nullptr) {
+            mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
+            sf->prebuilt = nullptr;
+        }
+        local_complete(sf, path, false);
+        return TxResult::Failed;
+    }
+    const auto add =
+        static_cast<std::uint16_t>(sf->flags | (retransmit ? core::kFlagRetransmit : 0));
+    if (mca_btl_base_descriptor_t* des = sf->prebuilt; des != nullptr) {
+        mca_bml_base_btl_t* pbb = sf->prebuilt_bb;
+        sf->prebuilt = nullptr;
+        if (!retransmit && pbb->btl == btl) {
+            mca_btl_base_segment_t& seg = des->des_segments[0];
+            (void)core::stamp({static_cast<std::uint8_t*>(seg.seg_addr.pval), seg.seg_len}, sf->seq,
+                              add);
+            return post(sf, bb, des, path);
+        }
+        mca_bml_base_free(pbb, des);
+    }
+    const std::size_t hdr = sf->repack ? sf->bytes.size() : 0;
+    const std::size_t size = sf->repack ? hdr + sf->len : sf->bytes.size();
+    if (!sf->repack) {
+        (void)core::stamp(sf->bytes, sf->seq, add);
+        if (btl->btl_sendi != nullptr && size <= btl->btl_eager_limit &&
+            mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), size, 0, MCA_BTL_NO_ORDER,
+                               MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
+                               kBtlTag, nullptr) == OMPI_SUCCESS) {
+            local_complete(sf, path, true);
+            return TxResult::Posted;
+        }
+    }
+    mca_btl_base_descriptor_t* des = nullptr;
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, size, kDesFlags);
+    if (des == nullptr)
+        return TxResult::Busy;
+    auto* out = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
+    if (!sf->repack) {
+        std::memcpy(out, sf->bytes.data(), size);
+    } else {
+        std::memcpy(out, sf->bytes.data(), hdr);
+        ConvertorAt conv(&sf->owner->base.req_base.req_convertor, sf->offset);
+        iovec iov{out + hdr, sf->len};
+        uint32_t iov_count = 1;
+        size_t max_data = sf->len;
+        if (opal_convertor_pack(conv.get(), &iov, &iov_count, &max_data) < 0 ||
+            max_data != sf->len) {
+            // Packing the same bytes twice cannot differ; if it does, this
+            // frame cannot be resent at all.
+            logf(*state().log, LogLevel::Error, "cannot re-pack a frame to peer %u for resending",
+                 sf->peer);
+            mca_bml_base_free(bb, des);
+            local_complete(sf, path, false);
+            return TxResult::Failed;
+        }
+        (void)core::stamp({out, hdr}, sf->seq, add);
+    }
+    des->des_segments[0].seg_len = size;
+    return post(sf, bb, des, path);
+}
+
+// A transmission that found the BTL out of descriptors is retried from
+// progress; the retry holds the frame so it cannot be freed under it.
+void transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
+    if (put_on_path(sf, path, retransmit) != TxResult::Busy)
+        return;
+    ++sf->holds;
+    defer(nullptr, [sf, path, retransmit] {
+        g_rel.now = monotonic_now();
+        --sf->holds;
+        if (sf->released) {
+            destroy_if_done(sf);
+            return true;
+        }
+        if (put_on_path(sf, path, retransmit) == TxResult::Busy) {
+            ++sf->holds;
+            return false;
+        }
+        rearm();
+        return true;
+    });
+}
+
+void Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
+    auto* sf = reinterpret_cast<StoredFrame*>(ref.token);
+    sf->seq = ref.seq;
+    transmit_or_defer(sf, path, retransmit);
+}
+
+void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
+    mca_btl_base_module_t* btl = btl_of(path);
+    mca_bml_base_btl_t* bb = find_bml(peer, btl);
+    if (bb == nullptr || (is_fail_btl(btl) && g_rel.fail_btl_dead)) {
+        ++g_rel.acks_dropped;  // lost like on a network; the sender's timer covers it
+        return;
+    }
+    core::AckHdr h;
+    h.common = make_common(0);
+    h.common.type = core::FrameType::Ack;
+    h.cum_seq = ack.cum_seq;
+    h.sack_base = ack.sack_base;
+    h.sack_mask = ack.sack_mask;
+    std::uint8_t buf[core::kAckHeaderSize];
+    (void)core::encode(h, buf);
+    if (btl->btl_sendi != nullptr &&
+        mca_bml_base_sendi(bb, nullptr, buf, sizeof buf, 0, MCA_BTL_NO_ORDER,
+                           MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
+                           nullptr) == OMPI_SUCCESS)
+        return;
+    mca_btl_base_descriptor_t* des = nullptr;
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, sizeof buf, kDesFlags);
+    if (des == nullptr) {
+        ++g_rel.acks_dropped;
+        return;
+    }
+    std::memcpy(des->des_segments[0].seg_addr.pval, buf, sizeof buf);
+    des->des_segments[0].seg_len = sizeof buf;
+    des->des_cbfunc = control_sent;
+    des->des_cbdata = nullptr;
+    if (mca_bml_base_send(bb, des, kBtlTag) < 0) {
+        mca_bml_base_free(bb, des);
+        ++g_rel.acks_dropped;
+    }
+}
+
+void Glue::path_failed(PeerId peer, PathId path) {
+    const State& s = state();
+    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    logf(*s.log, LogLevel::Warn, "path to %s over BTL %s failed; traffic moves to other paths",
+         proc != nullptr ? OMPI_NAME_PRINT(&proc->super.proc_name) : "?", btl_name(btl_of(path)));
+}
+
+void Glue::peer_dead(PeerId peer) {
+    const State& s = state();
+    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    logf(*s.log, LogLevel::Error,
+         "peer %s declared dead (no path left or no answer); its requests fail",
+         proc != nullptr ? OMPI_NAME_PRINT(&proc->super.proc_name) : "?");
+    const core::PeerWaiters w = s.engine->fail_peer(peer);
+    for (core::Handle h : w.posted_recvs)
+        recv_complete(reinterpret_cast<RecvRequest*>(h), MPI_ERR_OTHER);
+    for (core::Handle h : w.active_recvs) {
+        auto* r = reinterpret_cast<RecvRequest*>(h);
+        r->wire_id = 0;  // the engine dropped it already
+        recv_complete(r, MPI_ERR_OTHER);
+    }
+    for (core::Handle h : w.sends) {
+        auto* r = reinterpret_cast<SendRequest*>(h);
+        r->wire_id = 0;
+        fail_send(r);
+    }
+}
+
+void Glue::release(core::FrameToken token, bool acked) noexcept {
+    auto* sf = reinterpret_cast<StoredFrame*>(token);
+    sf->released = true;
+    sf->acked = acked;
+    destroy_if_done(sf);
+}
+
+bool Glue::admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) {
+    return chan().on_data(peer, path, c.frame_seq, g_rel.now, bytes,
+                          (c.flags & core::kFlagAckNow) != 0) == core::Verdict::Deliver;
+}
+
+void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
+    chan().on_ack(peer, path, core::AckInfo{ack.cum_seq, ack.sack_base, ack.sack_mask}, g_rel.now);
+}
+
+}  // namespace
+
+void reliability_init(const core::Config& config, plugin::common::OpalLogSink& log) {
+    core::ChannelParams params = core::channel_params(config);
+    g_rel.channel = std::make_unique<core::ReliableChannel>(params, g_rel.glue, log);
+    // Each process draws its own faults; the seed keeps a run reproducible.
+    g_rel.faults =
+        core::FaultInjector(config.fault_drop, config.fault_corrupt, config.fault_dup,
+                            config.fault_seed * 0x100000001B3ull + OMPI_PROC_MY_NAME->vpid);
+    g_rel.timer.init([](Micros now) {
+        Guard g;
+        g_rel.now = now;
+        chan().on_timer(now);
+        rearm();
+    });
+    state().engine->set_gate(&g_rel.glue);
+}
+
+void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
+    core::ReliableChannel& ch = chan();
+    if (!ch.has_peer(peer))
+        ch.add_peer(peer);
+    if (g_rel.limits.size() <= peer)
+        g_rel.limits.resize(peer + 1);
+    mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
+    if (ep == nullptr)
+        return;
+    PeerLimits& lim = g_rel.limits[peer];
+    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
+        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < n; ++i) {
+            mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
+            if (ch.add_path(peer, path_of(btl)))
+                logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
+                     OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
+            lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
+            lim.eager = std::min(lim.eager, btl->btl_eager_limit);
+        }
+    }
+}
+
+int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {
+    g_rel.now = monotonic_now();
+    const std::size_t bytes = sf->repack ? sf->bytes.size() + sf->len : sf->bytes.size();
+    const core::SubmitResult res =
+        chan().submit(sf->peer, reinterpret_cast<core::FrameToken>(sf), g_rel.now, bytes,
+                      hint != nullptr ? path_of(hint) : core::kAnyPath);
+    rearm();
+    if (res.ok())
+        return OMPI_SUCCESS;
+    if (sf->prebuilt != nullptr)
+        mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
+    delete sf;
+    return res.status == core::SubmitStatus::WindowFull ? OMPI_ERR_OUT_OF_RESOURCE
+                                                        : OMPI_ERR_UNREACH;
+}
+
+bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
+    return chan().path_state(peer, path_of(btl)) != core::PathState::Failed;
+}
+
+bool peer_is_dead(PeerId peer) noexcept {
+    return chan().peer_state(peer) == core::PeerState::Dead;
+}
+
+std::size_t frame_cap(PeerId peer) noexcept {
+    return peer < g_rel.limits.size() ? g_rel.limits[peer].max_frame : 0;
+}
+std::size_t eager_cap(PeerId peer) noexcept {
+    return peer < g_rel.limits.size() ? g_rel.limits[peer].eager : 0;
+}
+
+void reliability_on_frame(mca_btl_base_module_t* btl,
+                          std::span<const std::uint8_t> frame) noexcept {
+    g_rel.now = monotonic_now();
+    if (g_rel.fail_btl_dead && is_fail_btl(btl)) {
+        ++g_rel.frames_killed_rx;  // its network is gone: nothing arrives on it
+        return;
+    }
+    core::Engine& eng = *state().engine;
+    const auto path = path_of(btl);
+    if (!g_rel.faults.enabled()) {
+        eng.on_frame(frame, engine_sink(), path);
+        rearm();
+        return;
+    }
+    const core::FaultPlan plan = g_rel.faults.next(frame.size());
+    if (plan.drop)
+        return;
+    if (plan.corrupt) {
+        g_rel.scratch.assign(frame.begin(), frame.end());
+        g_rel.scratch[plan.byte] ^= plan.mask;
+        frame = g_rel.scratch;
+    }
+    // A copy: the first delivery may reuse the scratch buffer (nested frames
+    // do not arrive here, but the BTL's buffer must stay untouched anyway).
+    const std::vector<std::uint8_t> again =
+        plan.duplicate ? std::vector<std::uint8_t>(frame.begin(), frame.end())
+                       : std::vector<std::uint8_t>{};
+    eng.on_frame(frame, engine_sink(), path);
+    if (plan.duplicate)
+        eng.on_frame(again, engine_sink(), path);
+    rearm();
+}
+
+void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noexcept {
+    g_rel.now = monotonic_now();
+    const State& s = state();
+    if (errproc != nullptr) {
+        PeerId peer = 0;
+        if (s.engine->find_peer(core::PeerName{errproc->proc_name.jobid, errproc->proc_name.vpid},
+                                peer))
+            chan().remove_path(peer, path_of(btl), g_rel.now);
+    } else {
+        // The whole module is gone: every peer loses this path.
+        for (PeerId peer = 0; peer < s.engine->peer_count(); ++peer)
+            chan().remove_path(peer, path_of(btl), g_rel.now);
+    }
+    rearm();
+}
+
+int reliability_progress() noexcept {
+    const Micros d = g_rel.deadline.load(std::memory_order_relaxed);
+    if (d == kNever)
+        return 0;
+    const Micros now = monotonic_now();
+    if (now < d)
+        return 0;
+    Guard g;
+    g_rel.now = now;
+    g_rel.timer.poll(now);
+    return 1;
+}
+
+void reliability_drain() noexcept {
+    if (!g_rel.channel)
+        return;
+    // Two ACK timeouts give a lost frame one resend and its ACK time to come
+    // back; a peer that already left cannot answer, so do not wait longer.
+    const Micros until = monotonic_now() + 2 * state().config.ack_timeout;
+    auto unacked = [] {
+        Guard g;
+        std::size_t n = 0;
+        for (PeerId p = 0; p < state().engine->peer_count(); ++p)
+            if (!peer_is_dead(p))
+                n += chan().unacked(p);
+        return n;
+    };
+    while (unacked() > 0 && monotonic_now() < until)
+        opal_progress();
+}
+
+const core::ReliableChannel* channel() noexcept {
+    return g_rel.channel.get();
+}
+
+void print_reliability_stats() noexcept {
+    const State& s = state();
+    if (!s.config.stats || !g_rel.channel)
+        return;
+    const core::FaultCounters& f = g_rel.faults.counters();
+    opal_output(0,
+                "[pml:dr] faults %s: injected_drops=%llu injected_corruptions=%llu "
+                "injected_duplicates=%llu acks_dropped=%llu killed_btl_frames=%llu",
+                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(f.dropped),
+                static_cast<unsigned long long>(f.corrupted),
+                static_cast<unsigned long long>(f.duplicated),
+                static_cast<unsigned long long>(g_rel.acks_dropped),
+                static_cast<unsigned long long>(g_rel.frames_killed_rx));
+    for (PeerId p = 0; p < s.engine->peer_count(); ++p) {
+        const core::PeerCounters* c = g_rel.channel->counters(p);
+        const core::PeerName* name = s.engine->peer_name(p);
+        if (c == nullptr || name == nullptr || (c->frames_sent == 0 && c->frames_delivered == 0))
+            continue;
+        auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+        opal_output(0,
+                    "[pml:dr] peer %s -> %u.%u: sent=%llu bytes=%llu retransmits=%llu (nack=%llu "
+                    "timeout=%llu failover=%llu) acked=%llu abandoned=%llu delivered=%llu "
+                    "duplicates_dropped=%llu acks_sent=%llu acks_received=%llu failovers=%llu "
+                    "paths_lost=%llu state=%s",
+                    OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), name->jobid, name->vpid, u(c->frames_sent),
+                    u(c->bytes_sent), u(c->retransmits), u(c->nack_retransmits),
+                    u(c->timeout_retransmits), u(c->failover_retransmits), u(c->frames_acked),
+                    u(c->frames_abandoned), u(c->frames_delivered), u(c->duplicates_dropped),
+                    u(c->acks_sent), u(c->acks_received), u(c->failovers), u(c->paths_lost),
+                    std::string(core::to_string(g_rel.channel->peer_state(p))).c_str());
+    }
+}
+
+void reliability_fini() noexcept {
+    if (!g_rel.channel)
+        return;
+    Guard g;
+    state().engine->set_gate(nullptr);
+    g_rel.now = monotonic_now();
+    for (PeerId p = 0; p < state().engine->peer_count(); ++p)
+        g_rel.channel->remove_peer(p);
+    g_rel.timer.shutdown();
+    g_rel.channel.reset();
+    g_rel.limits.clear();
+}
+
+}  // namespace pml::dr::mca

@@ -1,0 +1,76 @@
+// pml dr glue of the reliability channel (core/channel.hpp): every frame but
+// ACK goes through it. This layer keeps what it takes to resend a frame,
+// turns the channel's decisions into BTL sends, feeds BTL completions, errors
+// and arriving frames back, drives the channel's timers from progress and an
+// opal timer, and applies receive-side fault injection (pml_dr_fault_*).
+#pragma once
+#include "ompi_prelude.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "channel.hpp"
+#include "config.hpp"
+#include "opal_log.hpp"
+
+namespace pml::dr::mca {
+
+struct SendRequest;
+
+// A frame handed to the channel. It lives until the channel released it
+// (acked or abandoned) and no BTL or queued retry still refers to it.
+// Heap-allocated; its address is the channel's FrameToken.
+struct StoredFrame {
+    core::PeerId peer = 0;
+    std::uint32_t seq = 0;            // the channel's, once transmitted
+    SendRequest* owner = nullptr;     // its frames_inflight counts this frame
+    std::vector<std::uint8_t> bytes;  // the whole frame, or only its header (repack)
+    // repack: the payload is packed again from owner's convertor at
+    // [offset, offset + len) for every resend (the request keeps the user's
+    // buffer until it completes, which waits for this frame).
+    bool repack = false;
+    std::uint64_t offset = 0;
+    std::size_t len = 0;
+    std::uint16_t flags = 0;  // stamped into every transmission (kFlagAckNow)
+    // The sender's own descriptor for the first transmission, on the BTL of
+    // prebuilt_bb; used if the channel picks that path, freed otherwise.
+    mca_btl_base_descriptor_t* prebuilt = nullptr;
+    mca_bml_base_btl_t* prebuilt_bb = nullptr;
+    unsigned holds = 0;  // BTL descriptors and queued retries referring to it
+    bool released = false;
+    bool acked = false;
+};
+
+// Lifecycle (module.cpp).
+void reliability_init(const core::Config& config, plugin::common::OpalLogSink& log);
+// Waits (bounded) for the peers' ACKs of what is still unacknowledged, so
+// the last messages survive a loss at MPI_Finalize.
+void reliability_drain() noexcept;
+void reliability_fini() noexcept;
+void reliability_add_peer(core::PeerId peer, ompi_proc_t* proc);
+int reliability_progress() noexcept;
+
+// Sending. Takes ownership of `sf` (and its prebuilt descriptor) in every
+// case: OMPI_SUCCESS (the channel has it), OMPI_ERR_OUT_OF_RESOURCE (window
+// full: sf was discarded, try again later), OMPI_ERR_UNREACH (no path / dead
+// peer: discarded). `hint`: the BTL the caller prefers (nullptr: any).
+int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
+// Whether new traffic to `peer` may use this BTL (the channel has not
+// declared the path failed).
+bool path_usable(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
+bool peer_is_dead(core::PeerId peer) noexcept;
+// Largest frame / eager frame every path to `peer` can carry, so that a frame
+// built for one BTL can be resent on any other.
+std::size_t frame_cap(core::PeerId peer) noexcept;
+std::size_t eager_cap(core::PeerId peer) noexcept;
+
+// Receiving (module.cpp's BTL callbacks, module lock held).
+void reliability_on_frame(mca_btl_base_module_t* btl, std::span<const std::uint8_t> frame) noexcept;
+void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noexcept;
+
+// The channel and counters, for statistics and MPI_T (nullptr before init).
+const core::ReliableChannel* channel() noexcept;
+void print_reliability_stats() noexcept;
+
+}  // namespace pml::dr::mca

@@ -1,0 +1,238 @@
+// The core pieces the reliability glue stands on: stamping a built frame with
+// its channel seq, the engine's gate (every intact frame passes it once;
+// ACKs go to it), failing what waits on a dead peer, and fault injection.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine.hpp"
+#include "fault.hpp"
+#include "frame_util.hpp"
+
+namespace {
+
+using namespace pml::dr::core;
+using namespace pml_dr_test;
+
+constexpr std::uint32_t kJob = 7;
+constexpr std::uint32_t kCid = 1;
+
+// ---------------------------------------------------------------- stamp
+
+TEST(WireStamp, SetsSeqAndFlagsAndReseals) {
+    const auto payload = pattern(100, 1, 0);
+    auto f = match_frame(kJob, 1, kCid, 1, 5, 3, payload);
+    ASSERT_TRUE(stamp(f, 0xDEADBEEF, kFlagAckNow | kFlagRetransmit).has_value());
+    auto d = decode(f);
+    ASSERT_TRUE(d.has_value()) << d.error().message;
+    const Common& c = common_of(d->header);
+    EXPECT_EQ(c.frame_seq, 0xDEADBEEFu);
+    EXPECT_EQ(c.flags, kFlagPayloadCsum | kFlagAckNow | kFlagRetransmit);
+    EXPECT_EQ(c.src_vpid, 1u);  // everything else untouched
+    EXPECT_EQ(std::get<MatchHdr>(d->header).match.msg_seq, 3u);
+    EXPECT_EQ(std::vector<std::uint8_t>(d->payload.begin(), d->payload.end()), payload);
+    // Restamping (a resend) replaces the seq; flags only accumulate.
+    ASSERT_TRUE(stamp(f, 9, 0).has_value());
+    d = decode(f);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(common_of(d->header).frame_seq, 9u);
+    EXPECT_EQ(common_of(d->header).flags, kFlagPayloadCsum | kFlagAckNow | kFlagRetransmit);
+}
+
+TEST(WireStamp, RejectsWhatIsNotAHeader) {
+    std::vector<std::uint8_t> shortf(10, 0);
+    EXPECT_FALSE(stamp(shortf, 1, 0).has_value());
+    auto f = match_frame(kJob, 1, kCid, 1, 5, 3, {});
+    auto truncated = std::vector<std::uint8_t>(f.begin(), f.begin() + kCommonHeaderSize + 4);
+    EXPECT_FALSE(stamp(truncated, 1, 0).has_value());
+    f[1] = 0x7F;  // unknown type
+    EXPECT_FALSE(stamp(f, 1, 0).has_value());
+    auto g = match_frame(kJob, 1, kCid, 1, 5, 3, {});
+    EXPECT_FALSE(stamp(g, 1, 0x8000).has_value());  // unknown flag
+}
+
+// ---------------------------------------------------------------- gate
+
+struct Sink : EngineSink {
+    int matches = 0;
+    int ctss = 0;
+    void on_match(Handle, const MessageInfo&, std::span<const std::uint8_t>) override { ++matches; }
+    void on_cts(Handle, PeerId, const CtsHdr&) override { ++ctss; }
+    void on_frag(Handle, PeerId, std::uint64_t, std::span<const std::uint8_t>) override {}
+};
+
+struct Gate : FrameGate {
+    std::vector<std::uint32_t> seen;  // frame seqs admitted or refused
+    std::vector<AckHdr> acks;
+    std::vector<std::uint64_t> paths;
+    bool verdict = true;
+    bool admit(PeerId, std::uint64_t path, const Common& c, std::size_t) override {
+        seen.push_back(c.frame_seq);
+        paths.push_back(path);
+        return verdict;
+    }
+    void on_ack(PeerId, std::uint64_t path, const AckHdr& a) override {
+        acks.push_back(a);
+        paths.push_back(path);
+    }
+};
+
+class GateTest : public ::testing::Test {
+  protected:
+    Config cfg;
+    plugin::common::NullLogSink log;
+    Engine e{cfg, log};
+    Sink sink;
+    Gate gate;
+    PeerId pa = 0, pb = 0;
+    void SetUp() override {
+        pa = e.add_peer({kJob, 0});
+        pb = e.add_peer({kJob, 1});
+        e.set_gate(&gate);
+    }
+    static std::vector<std::uint8_t> with_seq(std::vector<std::uint8_t> f, std::uint32_t seq) {
+        EXPECT_TRUE(stamp(f, seq, 0).has_value());
+        return f;
+    }
+};
+
+TEST_F(GateTest, AdmittedFramesAreProcessedRefusedOnesCounted) {
+    e.add_comm(kCid, {pa, pb}, sink);
+    EXPECT_EQ(e.post_recv(kCid, 10, 1, 5, sink), nullptr);
+    e.on_frame(with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(8, 1, 0)), 1), sink, 42);
+    EXPECT_EQ(sink.matches, 1);
+    gate.verdict = false;  // e.g. a duplicate
+    e.on_frame(with_seq(match_frame(kJob, 1, kCid, 1, 5, 1, pattern(8, 1, 1)), 2), sink, 42);
+    EXPECT_EQ(sink.matches, 1);
+    EXPECT_EQ(e.rx().not_admitted, 1u);
+    EXPECT_EQ(gate.seen, (std::vector<std::uint32_t>{1, 2}));
+    EXPECT_EQ(gate.paths, (std::vector<std::uint64_t>{42, 42}));
+}
+
+TEST_F(GateTest, AcksGoToTheGateOnly) {
+    AckHdr a;
+    a.common.src_jobid = kJob;
+    a.common.src_vpid = 1;
+    a.cum_seq = 17;
+    a.sack_base = 64;
+    a.sack_mask = 0x5;
+    e.on_frame(frame_of(a), sink, 3);
+    ASSERT_EQ(gate.acks.size(), 1u);
+    EXPECT_EQ(gate.acks[0].cum_seq, 17u);
+    EXPECT_EQ(gate.acks[0].sack_base, 64u);
+    EXPECT_EQ(gate.acks[0].sack_mask, 0x5u);
+    EXPECT_TRUE(gate.seen.empty());
+}
+
+TEST_F(GateTest, BadFramesNeverReachTheGate) {
+    // A corrupted frame must not be acknowledged: the sender has to resend it.
+    auto f = with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(64, 1, 0)), 1);
+    f.back() ^= 1;  // payload bit
+    e.on_frame(f, sink);
+    auto g = with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(64, 1, 0)), 1);
+    g[10] ^= 1;  // header bit
+    e.on_frame(g, sink);
+    // From a process we do not know.
+    e.on_frame(with_seq(match_frame(kJob, 9, kCid, 1, 5, 0, {}), 1), sink);
+    EXPECT_TRUE(gate.seen.empty());
+    EXPECT_EQ(e.rx().checksum_errors + e.rx().decode_errors, 2u);
+    EXPECT_EQ(e.rx().unknown_peer, 1u);
+}
+
+TEST_F(GateTest, ParkedFramesPassTheGateOnce) {
+    // A message for a communicator that does not exist yet is admitted (and
+    // acknowledged) on arrival; replaying it later must not ask again.
+    e.on_frame(with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(8, 1, 0)), 1), sink);
+    EXPECT_EQ(gate.seen.size(), 1u);
+    e.add_comm(kCid, {pa, pb}, sink);
+    EXPECT_EQ(gate.seen.size(), 1u);
+    EXPECT_EQ(e.post_recv(kCid, 10, 1, 5, sink) != nullptr, true);
+}
+
+TEST_F(GateTest, FailPeerTakesEverythingWaitingOnIt) {
+    e.add_comm(kCid, {pa, pb}, sink);
+    EXPECT_EQ(e.post_recv(kCid, 10, 1, 5, sink), nullptr);           // names the dead peer
+    EXPECT_EQ(e.post_recv(kCid, 11, 0, 5, sink), nullptr);           // another peer
+    EXPECT_EQ(e.post_recv(kCid, 12, kAnySource, 5, sink), nullptr);  // wildcard: stays
+    const std::uint64_t rid = e.register_recv(20, pb, 100);
+    const std::uint64_t sid = e.register_send(30, pb);
+    (void)e.register_send(31, pa);
+    const PeerWaiters w = e.fail_peer(pb);
+    EXPECT_EQ(w.posted_recvs, (std::vector<Handle>{10}));
+    EXPECT_EQ(w.active_recvs, (std::vector<Handle>{20}));
+    EXPECT_EQ(w.sends, (std::vector<Handle>{30}));
+    EXPECT_EQ(e.comm(kCid)->posted_count(), 2u);
+    // The ids are gone: a late CTS for the failed send is an unknown request.
+    e.set_gate(nullptr);
+    CtsHdr c;
+    c.common.src_jobid = kJob;
+    c.common.src_vpid = 1;
+    c.send_req = sid;
+    c.recv_req = rid;
+    e.on_frame(frame_of(c), sink);
+    EXPECT_EQ(sink.ctss, 0);
+    EXPECT_EQ(e.rx().unknown_request, 1u);
+    // Idempotent.
+    const PeerWaiters again = e.fail_peer(pb);
+    EXPECT_TRUE(again.posted_recvs.empty() && again.active_recvs.empty() && again.sends.empty());
+}
+
+TEST_F(GateTest, FindPeer) {
+    PeerId id = 99;
+    EXPECT_TRUE(e.find_peer({kJob, 1}, id));
+    EXPECT_EQ(id, pb);
+    EXPECT_FALSE(e.find_peer({kJob, 5}, id));
+}
+
+// ---------------------------------------------------------------- faults
+
+TEST(FaultInjector, OffByDefault) {
+    FaultInjector f;
+    EXPECT_FALSE(f.enabled());
+    const FaultPlan p = f.next(100);
+    EXPECT_FALSE(p.drop || p.corrupt || p.duplicate);
+}
+
+TEST(FaultInjector, RatesAndDeterminism) {
+    FaultInjector a(0.1, 0.05, 0.02, 42);
+    FaultInjector b(0.1, 0.05, 0.02, 42);
+    FaultInjector c(0.1, 0.05, 0.02, 43);
+    constexpr int kN = 200000;
+    int differ = 0;
+    for (int i = 0; i < kN; ++i) {
+        const FaultPlan pa = a.next(1000);
+        const FaultPlan pb = b.next(1000);
+        const FaultPlan pc = c.next(1000);
+        ASSERT_EQ(pa.drop, pb.drop);
+        ASSERT_EQ(pa.corrupt, pb.corrupt);
+        ASSERT_EQ(pa.byte, pb.byte);
+        ASSERT_EQ(pa.mask, pb.mask);
+        ASSERT_EQ(pa.duplicate, pb.duplicate);
+        if (pa.drop != pc.drop || pa.corrupt != pc.corrupt)
+            ++differ;
+        if (pa.corrupt) {
+            ASSERT_LT(pa.byte, 1000u);
+            ASSERT_EQ(__builtin_popcount(pa.mask), 1);
+        }
+        ASSERT_FALSE(pa.drop && (pa.corrupt || pa.duplicate));
+    }
+    EXPECT_GT(differ, 0);  // another seed, other faults
+    const FaultCounters& k = a.counters();
+    EXPECT_NEAR(static_cast<double>(k.dropped) / kN, 0.1, 0.005);
+    // Corruption and duplication apply to the frames not dropped.
+    EXPECT_NEAR(static_cast<double>(k.corrupted) / kN, 0.9 * 0.05, 0.003);
+    EXPECT_NEAR(static_cast<double>(k.duplicated) / kN, 0.9 * 0.02, 0.002);
+}
+
+TEST(FaultInjector, ClampsAndNeverCorruptsEmptyFrames) {
+    FaultInjector f(-1.0, 2.0, 0.0, 1);
+    for (int i = 0; i < 100; ++i) {
+        const FaultPlan p = f.next(0);
+        EXPECT_FALSE(p.drop);
+        EXPECT_FALSE(p.corrupt);
+    }
+    EXPECT_TRUE(f.next(10).corrupt);  // probability clamped to 1
+}
+
+}  // namespace
