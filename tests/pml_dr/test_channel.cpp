@@ -284,7 +284,7 @@ TEST(ChannelAck, BitmaskNacksOnlyMissingFramesBelowTheHighestAcked) {
     s.ack(13);
     EXPECT_EQ(s.out.acked_tokens.size(), 13u);
     EXPECT_EQ(s.ch.unreleased(kPeer), 0u);
-    EXPECT_EQ(s.ch.next_deadline(), kNever) << "nothing left to time";
+    EXPECT_EQ(s.ch.exact_deadline(), kNever) << "nothing left to time";
 }
 
 TEST(ChannelAck, ReorderedFrameOnAnotherPathIsNotNacked) {
@@ -341,14 +341,14 @@ TEST(ChannelReceiver, CoalescesAcksByCountAndDelay) {
     for (std::uint32_t s = 1; s <= 3; ++s)
         EXPECT_EQ(r.on_data(kPeer, kP1, s, 0), Verdict::Deliver);
     EXPECT_TRUE(out.acks.empty());
-    EXPECT_EQ(r.next_deadline(), 100);
+    EXPECT_EQ(r.exact_deadline(), 100);
     r.on_timer(99);
     EXPECT_TRUE(out.acks.empty());
     r.on_timer(100);
     ASSERT_EQ(out.acks.size(), 1u);
     EXPECT_EQ(out.acks[0].ack, (AckInfo{3, 0, 0xF}));
     EXPECT_EQ(out.acks[0].path, kP1);
-    EXPECT_EQ(r.next_deadline(), kNever);
+    EXPECT_EQ(r.exact_deadline(), kNever);
 
     // Four more: the fourth triggers the ACK at once, on the path it came on.
     for (std::uint32_t s = 4; s <= 7; ++s)
@@ -356,7 +356,7 @@ TEST(ChannelReceiver, CoalescesAcksByCountAndDelay) {
     ASSERT_EQ(out.acks.size(), 2u);
     EXPECT_EQ(out.acks[1].ack, (AckInfo{7, 0, 0xFF}));
     EXPECT_EQ(out.acks[1].path, kP2);
-    EXPECT_EQ(r.next_deadline(), kNever);
+    EXPECT_EQ(r.exact_deadline(), kNever);
 }
 
 TEST(ChannelReceiver, OneAckPerVfragWithArrivalsAboveCum) {
@@ -370,7 +370,7 @@ TEST(ChannelReceiver, OneAckPerVfragWithArrivalsAboveCum) {
         r.on_data(kPeer, kP1, s, 0);
     r.on_data(kPeer, kP1, 65, 0);
     r.on_data(kPeer, kP1, 130, 0);
-    r.on_timer(r.next_deadline());
+    r.on_timer(r.exact_deadline());
     ASSERT_EQ(out.acks.size(), 3u);
     EXPECT_EQ(out.acks[0].ack, (AckInfo{62, 0, ~0ull >> 1}));
     EXPECT_EQ(out.acks[1].ack, (AckInfo{62, 64, bits({1})}));
@@ -378,7 +378,7 @@ TEST(ChannelReceiver, OneAckPerVfragWithArrivalsAboveCum) {
     // 63 arrives: cum moves to 63 (65 still waits for 64). vfrag 0 is then
     // covered by cum alone and nothing else is new: a bare cumulative ACK.
     r.on_data(kPeer, kP1, 63, 200);
-    r.on_timer(r.next_deadline());
+    r.on_timer(r.exact_deadline());
     ASSERT_EQ(out.acks.size(), 4u);
     EXPECT_EQ(out.acks[3].ack, (AckInfo{63, 0, 0}));
 }
@@ -417,7 +417,7 @@ TEST(ChannelReceiver, AckNowIsNotCoalesced) {
     EXPECT_EQ(r.on_data(kPeer, kP1, 2, 1, 0, true), Verdict::Deliver);
     ASSERT_EQ(out.acks.size(), 1u);  // the flagged frame is acknowledged at once, with 1
     EXPECT_EQ(out.acks[0].ack.cum_seq, 2u);
-    EXPECT_EQ(r.next_deadline(), kNever);  // nothing left owed
+    EXPECT_EQ(r.exact_deadline(), kNever);  // nothing left owed
 }
 
 TEST(ChannelReceiver, TooFarAheadIsDroppedUnacked) {
@@ -426,7 +426,7 @@ TEST(ChannelReceiver, TooFarAheadIsDroppedUnacked) {
     r.add_peer(kPeer);
     EXPECT_EQ(r.on_data(kPeer, kP1, 65, 0), Verdict::Drop);
     EXPECT_EQ(r.on_data(kPeer, kP1, 0x7FFFFFFFu, 0), Verdict::Drop);
-    EXPECT_EQ(r.next_deadline(), kNever);
+    EXPECT_EQ(r.exact_deadline(), kNever);
     EXPECT_TRUE(out.acks.empty());
     EXPECT_EQ(r.counters(kPeer)->too_far_dropped, 2u);
     EXPECT_EQ(r.on_data(kPeer, kP1, 64, 0), Verdict::Deliver);  // the window's far edge
@@ -468,7 +468,7 @@ TEST(ChannelBackoff, LinearTable) {
 TEST(ChannelTimers, AckTimerBacksOffThenFailsPathAndRedrives) {
     Sender s;  // ack_timeout 1000, ack_retries 2
     s.submit(1, kP1);
-    EXPECT_EQ(s.ch.next_deadline(), 1000);
+    EXPECT_EQ(s.ch.exact_deadline(), 1000);
     s.run_timers(999);
     EXPECT_EQ(s.out.tx.size(), 1u);
     s.run_timers(1000);
@@ -476,10 +476,10 @@ TEST(ChannelTimers, AckTimerBacksOffThenFailsPathAndRedrives) {
     EXPECT_TRUE(s.out.tx[1].retx);
     EXPECT_EQ(s.out.tx[1].path, kP1);
     EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
-    EXPECT_EQ(s.ch.next_deadline(), 3000);  // backoff(1000, 1)
+    EXPECT_EQ(s.ch.exact_deadline(), 3000);  // backoff(1000, 1)
     s.run_timers(3000);
     ASSERT_EQ(s.out.tx.size(), 3u);
-    EXPECT_EQ(s.ch.next_deadline(), 6000);  // backoff(1000, 2)
+    EXPECT_EQ(s.ch.exact_deadline(), 6000);  // backoff(1000, 2)
     s.run_timers(5999);
     EXPECT_TRUE(s.out.failed.empty());
     s.run_timers(6000);
@@ -498,7 +498,7 @@ TEST(ChannelTimers, AckTimerBacksOffThenFailsPathAndRedrives) {
     // Progress on the new path: Alive, acked, no timer left.
     s.ack(1, 0, 0, kP2);
     EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1}));
-    EXPECT_EQ(s.ch.next_deadline(), kNever);
+    EXPECT_EQ(s.ch.exact_deadline(), kNever);
 }
 
 TEST(ChannelTimers, ProgressResetsTheRetryCount) {
@@ -509,7 +509,7 @@ TEST(ChannelTimers, ProgressResetsTheRetryCount) {
     EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
     s.ack(1);
     EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
-    EXPECT_EQ(s.ch.next_deadline(), 2000);  // restarted with the base timeout
+    EXPECT_EQ(s.ch.exact_deadline(), 2000);  // restarted with the base timeout
 }
 
 TEST(ChannelFailover, RemovePathRedrivesEveryUnackedFrameOnTheNextPath) {
@@ -553,7 +553,7 @@ TEST(ChannelPeerDeath, AllPathsTimingOutKillsThePeerInBoundedTime) {
     std::sort(ab.begin(), ab.end());
     EXPECT_EQ(ab, (std::vector<FrameToken>{1, 2, 3}));
     EXPECT_EQ(s.ch.peer_state(kPeer), PeerState::Dead);
-    EXPECT_EQ(s.ch.next_deadline(), kNever);
+    EXPECT_EQ(s.ch.exact_deadline(), kNever);
     EXPECT_EQ(s.ch.submit(kPeer, 9, s.out.now).status, SubmitStatus::PeerDead);
     EXPECT_EQ(s.ch.on_data(kPeer, kP1, 1, s.out.now), Verdict::Drop);
 }

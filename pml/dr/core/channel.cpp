@@ -242,7 +242,10 @@ void ReliableChannel::reschedule(PeerId id) noexcept {
     Peer* p = find(id);
     const Micros d = p != nullptr ? Ops::deadline(*this, *p) : kNever;
     const Micros old = p != nullptr ? p->indexed : kNever;
-    if (d == old)
+    // Lazy: a deadline that moved later (or went away) keeps its earlier
+    // entry, which fires, finds nothing due and re-indexes the peer. Most
+    // calls move deadlines later, so the hot path touches no tree node.
+    if (d == old || (old != kNever && (d == kNever || d > old)))
         return;
     if (old != kNever)
         timers_.erase({old, id});
@@ -373,17 +376,29 @@ Micros ReliableChannel::next_deadline() const noexcept {
     return timers_.empty() ? kNever : timers_.begin()->first;
 }
 
+Micros ReliableChannel::exact_deadline() const noexcept {
+    Micros d = kNever;
+    for (const auto& p : peers_)
+        if (p)
+            d = std::min(d, Ops::deadline(*this, *p));
+    return d;
+}
+
 void ReliableChannel::on_timer(Micros now) {
     // Collect first: firing reschedules, and a peer fires at most once per call.
     due_.clear();
-    for (const auto& [at, id] : timers_) {
-        if (at > now)
+    for (const auto& entry : timers_) {
+        if (entry.first > now)
             break;
-        due_.push_back(id);
+        due_.push_back(entry);
     }
-    for (const PeerId id : due_) {
-        if (Peer* p = find(id); p != nullptr)
+    for (const auto& entry : due_) {
+        timers_.erase(entry);
+        const PeerId id = entry.second;
+        if (Peer* p = find(id); p != nullptr) {
+            p->indexed = kNever;
             Ops::fire(*this, *p, now);
+        }
         reschedule(id);
     }
     flush_outputs();

@@ -260,6 +260,9 @@ class ReliableChannel {
     SubmitResult submit(PeerId peer, FrameToken token, Micros now, std::size_t bytes = 0,
                         PathId hint = kAnyPath);
     [[nodiscard]] bool can_submit(PeerId peer) const noexcept;
+    // The seq the next successful submit() to `peer` will assign (0: unknown
+    // peer), so a frame can be encoded with it and need no restamping.
+    [[nodiscard]] std::uint32_t next_seq(PeerId peer) const noexcept;
     // The BTL finished with a transmission of `ref` on `path` (ok=false: it
     // failed, which fails the path).
     void on_local_complete(PeerId peer, PathId path, FrameRef ref, bool ok, Micros now);
@@ -271,8 +274,12 @@ class ReliableChannel {
     Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0,
                     bool ack_now = false);
 
-    // --- timers as data
+    // --- timers as data. next_deadline() may be earlier than anything is
+    // due (a deadline that moved later is re-indexed lazily); on_timer() then
+    // does nothing but look again.
     [[nodiscard]] Micros next_deadline() const noexcept;
+    // The earliest deadline actually pending (O(peers); for tests and checks).
+    [[nodiscard]] Micros exact_deadline() const noexcept;
     void on_timer(Micros now);
 
     // --- observation
@@ -307,7 +314,7 @@ class ReliableChannel {
     std::vector<std::unique_ptr<Peer>> peers_;    // indexed by PeerId
     std::set<std::pair<Micros, PeerId>> timers_;  // one entry per peer with a deadline
     std::vector<Output> queue_;                   // outputs not yet handed to out_
-    std::vector<PeerId> due_;                     // scratch for on_timer
+    std::vector<std::pair<Micros, PeerId>> due_;  // scratch for on_timer
     bool draining_ = false;
 };
 

@@ -317,6 +317,11 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     return {SubmitStatus::Ok, seq};
 }
 
+std::uint32_t ReliableChannel::next_seq(PeerId peer) const noexcept {
+    const Peer* p = find(peer);
+    return p != nullptr ? p->next_seq : 0;
+}
+
 bool ReliableChannel::can_submit(PeerId peer) const noexcept {
     const Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead)

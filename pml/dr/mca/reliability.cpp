@@ -73,6 +73,7 @@ struct Reliability {
     std::uint64_t acks_dropped = 0;      // no descriptor or path for an ACK
     std::uint64_t frames_killed_rx = 0;  // arrived on a BTL fault_fail_btl killed
     std::vector<std::uint8_t> scratch;   // corrupted copies of frames
+    std::vector<StoredFrame*> pool;      // released frames for reuse
 };
 Reliability g_rel;
 
@@ -125,6 +126,8 @@ bool fail_btl_hit(const mca_btl_base_module_t* btl) noexcept {
     return true;
 }
 
+constexpr std::size_t kPoolMax = 1024;
+
 void destroy_if_done(StoredFrame* sf) noexcept {
     if (!sf->released || sf->holds != 0)
         return;
@@ -132,7 +135,8 @@ void destroy_if_done(StoredFrame* sf) noexcept {
         mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
     SendRequest* owner = sf->owner;
     const bool ok = sf->acked;
-    delete sf;
+    sf->prebuilt = nullptr;
+    discard_frame(sf);
     if (owner != nullptr)
         frame_released(owner, ok);
 }
@@ -207,7 +211,8 @@ TxResult put_on_path(StoredFrame* sf, PathId path, bool retransmit) noexcept {
     const std::size_t hdr = sf->repack ? sf->bytes.size() : 0;
     const std::size_t size = sf->repack ? hdr + sf->len : sf->bytes.size();
     if (!sf->repack) {
-        (void)core::stamp(sf->bytes, sf->seq, add);
+        if (retransmit || sf->encoded_seq != sf->seq)
+            (void)core::stamp(sf->bytes, sf->seq, add);
         if (btl->btl_sendi != nullptr && size <= btl->btl_eager_limit &&
             mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), size, 0, MCA_BTL_NO_ORDER,
                                MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
@@ -355,6 +360,30 @@ void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
 
 }  // namespace
 
+StoredFrame* new_frame(PeerId peer) noexcept {
+    StoredFrame* sf = nullptr;
+    if (g_rel.pool.empty()) {
+        sf = new StoredFrame;
+    } else {
+        sf = g_rel.pool.back();
+        g_rel.pool.pop_back();
+        std::vector<std::uint8_t> keep = std::move(sf->bytes);
+        keep.clear();
+        *sf = StoredFrame{};
+        sf->bytes = std::move(keep);
+    }
+    sf->peer = peer;
+    return sf;
+}
+
+void discard_frame(StoredFrame* sf) noexcept {
+    if (g_rel.pool.size() < kPoolMax && sf->bytes.capacity() <= 4096) {
+        g_rel.pool.push_back(sf);
+        return;
+    }
+    delete sf;
+}
+
 void reliability_init(const core::Config& config, plugin::common::OpalLogSink& log) {
     core::ChannelParams params = core::channel_params(config);
     g_rel.channel = std::make_unique<core::ReliableChannel>(params, g_rel.glue, log);
@@ -405,13 +434,18 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {
         return OMPI_SUCCESS;
     if (sf->prebuilt != nullptr)
         mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
-    delete sf;
+    sf->prebuilt = nullptr;
+    discard_frame(sf);
     return res.status == core::SubmitStatus::WindowFull ? OMPI_ERR_OUT_OF_RESOURCE
                                                         : OMPI_ERR_UNREACH;
 }
 
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
     return chan().path_state(peer, path_of(btl)) != core::PathState::Failed;
+}
+
+std::uint32_t next_seq(PeerId peer) noexcept {
+    return chan().next_seq(peer);
 }
 
 bool peer_is_dead(PeerId peer) noexcept {
@@ -475,6 +509,15 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
 }
 
 int reliability_progress() noexcept {
+    // Deadlines are milliseconds apart at the finest (ack_delay aside, which
+    // only batches ACKs): looking at the clock on every 16th turn of a
+    // progress loop is plenty and keeps the loop tight.
+    // (Racy increments from several threads only shift the sampling.)
+    static std::atomic<unsigned> turn{0};
+    const unsigned t = turn.load(std::memory_order_relaxed) + 1;
+    turn.store(t, std::memory_order_relaxed);
+    if ((t & 15u) != 0)
+        return 0;
     const Micros d = g_rel.deadline.load(std::memory_order_relaxed);
     if (d == kNever)
         return 0;
@@ -553,6 +596,9 @@ void reliability_fini() noexcept {
     g_rel.timer.shutdown();
     g_rel.channel.reset();
     g_rel.limits.clear();
+    for (StoredFrame* sf : g_rel.pool)
+        delete sf;
+    g_rel.pool.clear();
 }
 
 }  // namespace pml::dr::mca

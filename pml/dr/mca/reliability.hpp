@@ -33,6 +33,9 @@ struct StoredFrame {
     std::uint64_t offset = 0;
     std::size_t len = 0;
     std::uint16_t flags = 0;  // stamped into every transmission (kFlagAckNow)
+    // bytes' header already carries this seq and flags (encoded with
+    // next_seq()): a first transmission needs no restamping.
+    std::uint32_t encoded_seq = 0;
     // The sender's own descriptor for the first transmission, on the BTL of
     // prebuilt_bb; used if the channel picks that path, freed otherwise.
     mca_btl_base_descriptor_t* prebuilt = nullptr;
@@ -41,6 +44,12 @@ struct StoredFrame {
     bool released = false;
     bool acked = false;
 };
+
+// A cleared frame from a pool (its byte buffer keeps its capacity, so the
+// hot path does not allocate), and its return when the sender never
+// submitted it. Submitted frames come back to the pool by themselves.
+StoredFrame* new_frame(core::PeerId peer) noexcept;
+void discard_frame(StoredFrame* sf) noexcept;
 
 // Lifecycle (module.cpp).
 void reliability_init(const core::Config& config, plugin::common::OpalLogSink& log);
@@ -60,6 +69,8 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
 // declared the path failed).
 bool path_usable(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 bool peer_is_dead(core::PeerId peer) noexcept;
+// The frame_seq the next frame submitted to `peer` will carry.
+std::uint32_t next_seq(core::PeerId peer) noexcept;
 // Largest frame / eager frame every path to `peer` can carry, so that a frame
 // built for one BTL can be resent on any other.
 std::size_t frame_cap(core::PeerId peer) noexcept;

@@ -54,8 +54,7 @@ int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descrip
     if (frame_len != 0)
         des->des_segments[0].seg_len = frame_len;
     const auto* seg0 = static_cast<const std::uint8_t*>(des->des_segments[0].seg_addr.pval);
-    auto* sf = new StoredFrame;
-    sf->peer = r->peer;
+    StoredFrame* sf = new_frame(r->peer);
     sf->owner = r;
     sf->prebuilt = des;
     sf->prebuilt_bb = bb;
@@ -256,37 +255,48 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (matcher == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
 
-    // Packed straight into the copy the reliability layer keeps.
-    auto sf = std::make_unique<StoredFrame>();
-    size_t size = 0;
-    if (type_size * count > 0) {
+    // Packed straight into the copy the reliability layer keeps: a plain
+    // copy for contiguous data between same-architecture processes, the
+    // convertor otherwise.
+    const core::PeerId peer = peer_for(proc);
+    StoredFrame* sf = new_frame(peer);
+    size_t size = type_size * count;
+    if (size > 0 && proc->super.proc_arch == opal_local_arch &&
+        ompi_datatype_is_contiguous_memory_layout(dt, static_cast<int32_t>(count))) {
+        sf->bytes.resize(core::kMatchHeaderSize + size);
+        std::memcpy(sf->bytes.data() + core::kMatchHeaderSize,
+                    static_cast<const char*>(buf) + dt->super.true_lb, size);
+    } else if (size > 0) {
         opal_convertor_t conv;
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &dt->super, count, buf,
                                                  0, &conv);
         opal_convertor_get_packed_size(&conv, &size);
-        if (size > kInlineMax) {
-            OBJ_DESTRUCT(&conv);
+        int prc = OMPI_ERR_NOT_AVAILABLE;
+        size_t max_data = size;
+        if (size <= kInlineMax) {
+            sf->bytes.resize(core::kMatchHeaderSize + size);
+            iovec iov{sf->bytes.data() + core::kMatchHeaderSize, size};
+            uint32_t iov_count = 1;
+            prc = opal_convertor_pack(&conv, &iov, &iov_count, &max_data);
+        }
+        OBJ_DESTRUCT(&conv);
+        if (prc < 0 || max_data != size) {
+            discard_frame(sf);
             return OMPI_ERR_NOT_AVAILABLE;
         }
-        sf->bytes.resize(core::kMatchHeaderSize + size);
-        iovec iov{sf->bytes.data() + core::kMatchHeaderSize, size};
-        uint32_t iov_count = 1;
-        size_t max_data = size;
-        const int prc = opal_convertor_pack(&conv, &iov, &iov_count, &max_data);
-        OBJ_DESTRUCT(&conv);
-        if (prc < 0 || max_data != size)
-            return OMPI_ERR_NOT_AVAILABLE;
     } else {
         sf->bytes.resize(core::kMatchHeaderSize);
     }
-    const core::PeerId peer = peer_for(proc);
-    if (!state().engine->try_charge_eager(peer, size))
+    if (!state().engine->try_charge_eager(peer, size)) {
+        discard_frame(sf);
         return OMPI_ERR_NOT_AVAILABLE;
+    }
     std::uint8_t* frame = sf->bytes.data();
     const bool csum = csum_wanted(bb->btl);
     core::MatchHdr h;
     h.common = make_common(csum_flag(csum));
+    h.common.frame_seq = sf->encoded_seq = next_seq(peer);
     h.match.cid = comm->c_contextid;
     h.match.src_rank = comm->c_my_rank;
     h.match.tag = tag;
@@ -294,8 +304,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     h.match.payload_len = static_cast<std::uint32_t>(size);
     h.match.payload_crc = csum ? plugin::common::crc32c(frame + core::kMatchHeaderSize, size) : 0;
     (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
-    sf->peer = peer;
-    const int rc = submit_frame(sf.release(), bb->btl);
+    const int rc = submit_frame(sf, bb->btl);
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
         state().engine->uncharge_eager(peer, size);
@@ -543,8 +552,7 @@ void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept {
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept {
     // The channel sends it on any live path; a full window waits for progress.
     auto attempt = [peer, bytes = std::vector<std::uint8_t>(frame.begin(), frame.end())]() -> bool {
-        auto* sf = new StoredFrame;
-        sf->peer = peer;
+        StoredFrame* sf = new_frame(peer);
         sf->bytes = bytes;
         const int rc = submit_frame(sf, nullptr);
         if (rc == OMPI_ERR_OUT_OF_RESOURCE)
