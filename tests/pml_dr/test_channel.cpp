@@ -43,6 +43,12 @@ struct Rec : ChannelOutput {
     Micros now = 0;
     std::vector<Tx> tx;
     std::vector<Ack> acks;
+    struct Nack {
+        PeerId peer;
+        PathId path;
+        std::uint32_t seq;
+    };
+    std::vector<Nack> nacks;
     std::vector<PathId> failed;
     std::vector<Micros> failed_at;
     std::vector<PeerId> dead;
@@ -58,6 +64,9 @@ struct Rec : ChannelOutput {
     }
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override {
         acks.push_back(Ack{peer, path, ack});
+    }
+    void send_nack(PeerId peer, PathId path, std::uint32_t seq) override {
+        nacks.push_back(Nack{peer, path, seq});
     }
     void path_failed(PeerId, PathId path) override {
         failed.push_back(path);

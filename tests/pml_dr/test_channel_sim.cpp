@@ -1,11 +1,12 @@
 // ReliableChannel end to end on the simulated network (tests/sim): 2..4
 // endpoints joined by two links, each running a channel whose transmit() puts
-// a tiny frame (seq | token | payload | CRC32C) on the link of the chosen
-// path. Receivers check the CRC and treat corrupt frames as lost, exactly as
-// the glue will. Under drop, corruption, duplication, reordering, delay and a
-// rail that dies mid-transfer, every message must be delivered exactly once,
-// byte-exact, and every token acked exactly once; with every link down the
-// peer must be declared dead within a bounded virtual time.
+// a tiny frame (seq | token | header CRC | payload | payload CRC) on the link
+// of the chosen path. Receivers check the CRCs and treat corrupt frames as
+// lost, exactly as the glue does; a frame whose header survived but whose
+// payload did not is reported to the channel, which NACKs it. Under drop, corruption, duplication,
+// reordering, delay and a rail that dies mid-transfer, every message must be delivered exactly
+// once, byte-exact, and every token acked exactly once; with every link down the peer must be
+// declared dead within a bounded virtual time.
 //
 // Replay a failure with DR_SIM_SEED=N (see tests/sim/README.md).
 #include <gtest/gtest.h>
@@ -36,11 +37,14 @@ using plugin::common::kMillis;
 constexpr int kLinks = 2;
 
 // ---------------------------------------------------------------- test wire
-// DATA: kind=1 | seq u32 | token u64 | len u16 | payload | crc32c u32
+// DATA: kind=1 | seq u32 | token u64 | len u16 | hdr crc32c u32 | payload | crc32c u32
 // ACK:  kind=2 | cum u32 | base u32 | mask u64 | crc32c u32
-// Big-endian; the CRC covers everything before it.
+// NACK: kind=3 | seq u32 | crc32c u32
+// Big-endian; the last CRC covers everything before it, DATA's header CRC
+// the 15 bytes before it.
 constexpr std::uint8_t kData = 1;
 constexpr std::uint8_t kAck = 2;
+constexpr std::uint8_t kNack = 3;
 
 void put(std::vector<std::uint8_t>& b, std::uint64_t v, int bytes) {
     for (int i = bytes - 1; i >= 0; --i)
@@ -62,7 +66,15 @@ std::vector<std::uint8_t> encode_data(std::uint32_t seq, FrameToken token,
     put(b, seq, 4);
     put(b, token, 8);
     put(b, payload.size(), 2);
+    seal(b);  // header CRC
     b.insert(b.end(), payload.begin(), payload.end());
+    seal(b);
+    return b;
+}
+
+std::vector<std::uint8_t> encode_nack(std::uint32_t seq) {
+    std::vector<std::uint8_t> b{kNack};
+    put(b, seq, 4);
     seal(b);
     return b;
 }
@@ -82,23 +94,32 @@ struct Parsed {
     FrameToken token = 0;
     std::span<const std::uint8_t> payload;
     AckInfo ack;
+    bool damaged = false;  // DATA with an intact header and a damaged payload
 };
 
 std::optional<Parsed> parse(std::span<const std::uint8_t> b) {
     if (b.size() < 5)
         return std::nullopt;
     const std::size_t body = b.size() - 4;
-    if (crc32c(b.first(body)) != static_cast<std::uint32_t>(get(b, body, 4)))
-        return std::nullopt;
+    const bool intact = crc32c(b.first(body)) == static_cast<std::uint32_t>(get(b, body, 4));
     Parsed p;
     p.kind = b[0];
-    if (p.kind == kData && body >= 15) {
+    if (p.kind == kData && body >= 19) {
+        if (crc32c(b.first(15)) != static_cast<std::uint32_t>(get(b, 15, 4)))
+            return std::nullopt;  // header damaged: nothing can be believed
         p.seq = static_cast<std::uint32_t>(get(b, 1, 4));
         p.token = get(b, 5, 8);
         const auto len = static_cast<std::size_t>(get(b, 13, 2));
-        if (body != 15 + len)
+        if (body != 19 + len)
             return std::nullopt;
-        p.payload = b.subspan(15, len);
+        p.payload = b.subspan(19, len);
+        p.damaged = !intact;
+        return p;
+    }
+    if (!intact)
+        return std::nullopt;
+    if (p.kind == kNack && body == 5) {
+        p.seq = static_cast<std::uint32_t>(get(b, 1, 4));
         return p;
     }
     if (p.kind == kAck && body == 17) {
@@ -156,6 +177,7 @@ struct Node final : ChannelOutput {
 
     void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override;
+    void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void path_failed(PeerId, PathId) override { ++paths_failed; }
     void peer_dead(PeerId peer) override;
     void acked(PeerId peer, FrameToken token) override;
@@ -173,6 +195,7 @@ struct World {
     // (src, dst) -> seq -> token: a seq must never carry two tokens.
     std::map<std::pair<int, int>, std::unordered_map<std::uint32_t, FrameToken>> seq_token;
     std::uint64_t corrupt_rx = 0;
+    std::uint64_t damaged_rx = 0;  // corrupt payloads reported to the channel
     std::uint64_t payload_mismatch = 0;
     std::uint64_t seq_reuse = 0;
     std::uint64_t misrouted = 0;
@@ -264,6 +287,10 @@ void Node::send_ack(PeerId peer, PathId path, const AckInfo& ack) {
     w.net.send(sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path), encode_ack(ack)});
 }
 
+void Node::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
+    w.net.send(sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path), encode_nack(seq)});
+}
+
 void Node::peer_dead(PeerId peer) {
     if (!dead_at.emplace(peer, w.sim.now()).second)
         ++w.glue_errors;  // twice
@@ -294,6 +321,16 @@ void Node::on_frame(int src, int link, std::span<const std::uint8_t> bytes) {
     const auto path = static_cast<PathId>(link);
     if (f->kind == kAck) {
         ch->on_ack(peer, path, f->ack, w.sim.now());
+        return;
+    }
+    if (f->kind == kNack) {
+        ch->on_nack(peer, path, f->seq, w.sim.now());
+        return;
+    }
+    if (f->damaged) {
+        ++w.corrupt_rx;
+        ++w.damaged_rx;
+        ch->on_damaged(peer, path, f->seq, w.sim.now());
         return;
     }
     auto& seqs = w.seq_token[{src, rank}];
@@ -352,6 +389,8 @@ constexpr Micros kSpan = 30 * kMillis;
 
 TEST(ChannelSim, ExactlyOnceByteExactUnderFaultsAndALinkOutage) {
     std::uint64_t total_retx = 0;
+    std::uint64_t total_nacked = 0;
+    std::uint64_t total_damaged = 0;
     std::uint64_t total_failovers = 0;
     sim::for_each_seed([&](std::uint64_t seed) {
         const int ranks = 2 + static_cast<int>(seed % 3);
@@ -396,6 +435,7 @@ TEST(ChannelSim, ExactlyOnceByteExactUnderFaultsAndALinkOutage) {
                 EXPECT_EQ(c->bad_acks, 0u);
                 total_retx += c->retransmits;
                 total_failovers += c->failovers;
+                total_nacked += c->nacks_received;
                 paths_lost += c->paths_lost;
             }
         }
@@ -404,12 +444,16 @@ TEST(ChannelSim, ExactlyOnceByteExactUnderFaultsAndALinkOutage) {
         EXPECT_GT(ns.corrupted, 0u);
         EXPECT_GT(ns.duplicated, 0u);
         EXPECT_GT(w.corrupt_rx, 0u);
+        total_damaged += w.damaged_rx;
         // Every pair that talked after the outage lost link 1 (a pair may have
         // had nothing in flight on it then, so failovers are summed over seeds).
         EXPECT_GT(paths_lost, 0u) << "the outage on link 1 went unnoticed";
     });
     EXPECT_GT(total_retx, 0u);
     EXPECT_GT(total_failovers, 0u);
+    // Damaged payloads were NACKed and the NACKs reached their senders.
+    EXPECT_GT(total_damaged, 0u);
+    EXPECT_GT(total_nacked, 0u);
 }
 
 // ---------------------------------------------------------------- every path down

@@ -76,6 +76,10 @@ struct Gate : FrameGate {
         acks.push_back(a);
         paths.push_back(path);
     }
+    std::vector<std::uint32_t> nacks;
+    std::vector<std::uint32_t> damaged;
+    void on_nack(PeerId, std::uint64_t, std::uint32_t seq) override { nacks.push_back(seq); }
+    void on_damaged(PeerId, std::uint64_t, std::uint32_t seq) override { damaged.push_back(seq); }
 };
 
 class GateTest : public ::testing::Test {
@@ -127,17 +131,31 @@ TEST_F(GateTest, AcksGoToTheGateOnly) {
 
 TEST_F(GateTest, BadFramesNeverReachTheGate) {
     // A corrupted frame must not be acknowledged: the sender has to resend it.
-    auto f = with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(64, 1, 0)), 1);
-    f.back() ^= 1;  // payload bit
+    auto f = with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(64, 1, 0)), 7);
+    f.back() ^= 1;  // payload bit: the header is intact, so it is reported damaged
     e.on_frame(f, sink);
-    auto g = with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(64, 1, 0)), 1);
-    g[10] ^= 1;  // header bit
+    auto g = with_seq(match_frame(kJob, 1, kCid, 1, 5, 0, pattern(64, 1, 0)), 8);
+    g[10] ^= 1;  // header bit: nothing can be believed, nothing is reported
     e.on_frame(g, sink);
     // From a process we do not know.
     e.on_frame(with_seq(match_frame(kJob, 9, kCid, 1, 5, 0, {}), 1), sink);
+    auto h = with_seq(match_frame(kJob, 9, kCid, 1, 5, 0, pattern(64, 1, 0)), 9);
+    h.back() ^= 1;  // damaged, but from a stranger: not reported
+    e.on_frame(h, sink);
     EXPECT_TRUE(gate.seen.empty());
-    EXPECT_EQ(e.rx().checksum_errors + e.rx().decode_errors, 2u);
+    EXPECT_EQ(gate.damaged, (std::vector<std::uint32_t>{7}));
+    EXPECT_EQ(e.rx().checksum_errors + e.rx().decode_errors, 3u);
     EXPECT_EQ(e.rx().unknown_peer, 1u);
+}
+
+TEST_F(GateTest, NacksGoToTheGate) {
+    NackHdr n;
+    n.common.src_jobid = kJob;
+    n.common.src_vpid = 1;
+    n.seq = 42;
+    e.on_frame(frame_of(n), sink, 3);
+    EXPECT_EQ(gate.nacks, (std::vector<std::uint32_t>{42}));
+    EXPECT_TRUE(gate.seen.empty());
 }
 
 TEST_F(GateTest, ParkedFramesPassTheGateOnce) {

@@ -72,10 +72,16 @@ struct Samples {
                  static_cast<std::uint32_t>(payload.size()), crc32c(payload)};
     AckHdr ack{common(0), 0xFFFF'FFF0u, 0xFFFF'FFF1u, 0x8000'0000'0000'0001ull};
     CreditHdr credit{common(kFlagRetransmit), 0x0123'4567'0000'0042ull};
+    NackHdr nack{common(0), 0xFFFF'FFFEu};
 
     std::vector<std::vector<std::uint8_t>> all_frames() const {
-        return {frame_of(match, payload), frame_of(rndv, payload), frame_of(cts),
-                frame_of(frag, payload),  frame_of(ack),           frame_of(credit)};
+        return {frame_of(match, payload),
+                frame_of(rndv, payload),
+                frame_of(cts),
+                frame_of(frag, payload),
+                frame_of(ack),
+                frame_of(credit),
+                frame_of(nack)};
     }
 };
 
@@ -94,8 +100,9 @@ TEST(PmlDrWire, HeaderSizes) {
     EXPECT_EQ(header_size(FrameType::Frag), 44u);
     EXPECT_EQ(header_size(FrameType::Ack), 36u);
     EXPECT_EQ(header_size(FrameType::Credit), 28u);
+    EXPECT_EQ(header_size(FrameType::Nack), 28u);
     EXPECT_EQ(header_size(static_cast<FrameType>(0)), 0u);
-    EXPECT_EQ(header_size(static_cast<FrameType>(7)), 0u);
+    EXPECT_EQ(header_size(static_cast<FrameType>(8)), 0u);
     EXPECT_EQ(to_string(FrameType::Rndv), "RNDV");
     EXPECT_EQ(to_string(static_cast<FrameType>(77)), "unknown");
 }
@@ -202,6 +209,27 @@ TEST(PmlDrWire, RoundTripCredit) {
     ASSERT_NE(h, nullptr);
     expect_common(h->common, s.credit.common, FrameType::Credit);
     EXPECT_EQ(h->released_total, s.credit.released_total);
+}
+
+TEST(PmlDrWire, RoundTripNack) {
+    Samples s;
+    auto f = frame_of(s.nack);
+    ASSERT_EQ(f.size(), kNackHeaderSize);
+    auto d = decode(f);
+    ASSERT_TRUE(d.has_value()) << to_string(d.error().code);
+    const auto* h = std::get_if<NackHdr>(&d->header);
+    ASSERT_NE(h, nullptr);
+    expect_common(h->common, s.nack.common, FrameType::Nack);
+    EXPECT_EQ(h->seq, s.nack.seq);
+    EXPECT_EQ(to_string(FrameType::Nack), "NACK");
+    // The reserved word must be zero; a payload is not allowed.
+    auto g = f;
+    g[kCommonHeaderSize + 7] = 1;
+    reseal(g);
+    EXPECT_EQ(error_of(g), ErrorCode::BadField);
+    auto p = f;
+    p.push_back(0);
+    EXPECT_EQ(error_of(p), ErrorCode::BadLength);
 }
 
 TEST(PmlDrWire, RoundTripExtremeValues) {
@@ -460,7 +488,7 @@ TEST(PmlDrWire, UnknownVersionRejected) {
 
 TEST(PmlDrWire, UnknownTypeRejected) {
     Samples s;
-    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 7, 8, 0x80, 0xFF}) {
+    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 8, 9, 0x80, 0xFF}) {
         auto g = frame_of(s.match, s.payload);
         g[1] = t;
         EXPECT_EQ(error_of(g), ErrorCode::BadType) << "type " << int{t};

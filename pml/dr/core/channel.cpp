@@ -289,6 +289,10 @@ void ReliableChannel::flush_outputs() {
                 if (find(o.peer) != nullptr)
                     out_.send_ack(o.peer, o.path, o.ack);
                 break;
+            case Kind::Nack:
+                if (find(o.peer) != nullptr)
+                    out_.send_nack(o.peer, o.path, o.ref.seq);
+                break;
             case Kind::PathFailed:
                 out_.path_failed(o.peer, o.path);
                 break;

@@ -34,6 +34,9 @@
 //     keeps striping over several paths and reordering from causing spurious
 //     resends, and resends a lost resend only once something sent after it
 //     got through).
+//   - NACK frame (the receiver saw the frame's payload damaged): the frame
+//     is resent at once, on its path unless that path still owes its
+//     completion or failed.
 //   - ACK timer per path, armed while the path has unacked frames (restarted on
 //     progress, as TCP's RTO): on expiry every frame on that path unacked for at
 //     least ack_timeout is resent and the next wait is backoff(ack_timeout, k)
@@ -187,8 +190,8 @@ struct PeerCounters {
     std::uint64_t frames_submitted = 0;
     std::uint64_t frames_sent = 0;  // transmissions, resends included
     std::uint64_t bytes_sent = 0;
-    std::uint64_t retransmits = 0;  // = nack + timeout + failover resends
-    std::uint64_t nack_retransmits = 0;
+    std::uint64_t retransmits = 0;       // = nack + timeout + failover resends
+    std::uint64_t nack_retransmits = 0;  // holes below a later ACKed frame, and NACK frames
     std::uint64_t timeout_retransmits = 0;
     std::uint64_t failover_retransmits = 0;
     std::uint64_t frames_acked = 0;
@@ -198,6 +201,8 @@ struct PeerCounters {
     std::uint64_t dup_acks = 0;    // valid but acknowledging nothing new
     std::uint64_t stale_acks = 0;  // cum_seq below one already seen (reordered)
     std::uint64_t bad_acks = 0;    // acknowledging seqs never sent, misaligned sack_base
+    std::uint64_t nacks_received = 0;
+    std::uint64_t stale_nacks = 0;  // for frames no longer unacknowledged
     std::uint64_t ack_timeouts = 0;
     std::uint64_t watchdog_timeouts = 0;
     std::uint64_t local_errors = 0;
@@ -212,6 +217,7 @@ struct PeerCounters {
     std::uint64_t bad_seq = 0;  // data with frame_seq 0
     std::uint64_t acks_sent = 0;
     std::uint64_t acks_unsent = 0;  // no usable path to send an ACK on
+    std::uint64_t nacks_sent = 0;   // damaged arrivals reported at once
 };
 
 class ChannelOutput {
@@ -222,6 +228,8 @@ class ChannelOutput {
     virtual void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) = 0;
     // Send an (unsequenced) ACK frame on `path`. No completion is expected.
     virtual void send_ack(PeerId peer, PathId path, const AckInfo& ack) = 0;
+    // Send an (unsequenced) NACK for the peer's frame `seq` on `path`.
+    virtual void send_nack(PeerId peer, PathId path, std::uint32_t seq) = 0;
     // The channel stopped using `path` (emitted for remove_path() too). Later
     // completions from it are ignored; buffers the BTL may still hold are the
     // glue's business.
@@ -267,12 +275,17 @@ class ReliableChannel {
     // failed, which fails the path).
     void on_local_complete(PeerId peer, PathId path, FrameRef ref, bool ok, Micros now);
     void on_ack(PeerId peer, PathId path, const AckInfo& ack, Micros now);
+    // The peer got our frame `seq` damaged: resend it now (if still unacked).
+    void on_nack(PeerId peer, PathId path, std::uint32_t seq, Micros now);
 
     // --- receiver: a data frame with `seq` arrived intact on `path`.
     // ack_now: the sender waits on this frame's ACK (the last frame of a
     // request): acknowledge it at once instead of coalescing.
     Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0,
                     bool ack_now = false);
+    // A data frame with `seq` arrived with a damaged payload (intact header):
+    // NACK it unless it already arrived intact.
+    void on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now);
 
     // --- timers as data. next_deadline() may be earlier than anything is
     // due (a deadline that moved later is re-indexed lazily); on_timer() then

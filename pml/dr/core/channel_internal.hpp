@@ -89,7 +89,7 @@ struct ReliableChannel::Peer {
 };
 
 struct ReliableChannel::Output {
-    enum class Kind : std::uint8_t { Transmit, Ack, PathFailed, PeerDead, Acked, Abandoned };
+    enum class Kind : std::uint8_t { Transmit, Ack, Nack, PathFailed, PeerDead, Acked, Abandoned };
     Kind kind = Kind::Transmit;
     bool retransmit = false;
     PeerId peer = 0;

@@ -109,6 +109,31 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
 
 // ---------------------------------------------------------------- public API
 
+void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now) {
+    (void)now;
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead || seq == 0)
+        return;
+    if (!p->rx_bits.empty() && Ops::arrived(*this, *p, seq))
+        return;  // a damaged copy of a frame we have: nothing to ask for
+    if (seq_diff(seq, p->rx_cum) > static_cast<std::int32_t>(params_.window))
+        return;  // outside the window: the sender cannot have sent it yet
+    // Back on the path it came on, unless we declared that one failed.
+    std::uint8_t slot = Ops::find_slot(*p, path);
+    if (slot == kNoSlot || p->paths[slot].state == PathState::Failed)
+        slot = Ops::choose_path(*p, kAnyPath, 0);
+    if (slot == kNoSlot)
+        return;
+    Output o;
+    o.kind = Output::Kind::Nack;
+    o.peer = peer;
+    o.path = p->paths[slot].id;
+    o.ref.seq = seq;
+    queue_.push_back(o);
+    ++p->counters.nacks_sent;
+    flush_outputs();
+}
+
 Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now,
                                  std::size_t bytes, bool ack_now) {
     Peer* p = find(peer);

@@ -317,6 +317,32 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     return {SubmitStatus::Ok, seq};
 }
 
+void ReliableChannel::on_nack(PeerId peer, PathId path, std::uint32_t seq, Micros now) {
+    (void)path;
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return;
+    ++p->counters.nacks_received;
+    if (p->window.empty() || seq == 0) {
+        ++p->counters.stale_nacks;
+        return;
+    }
+    TxFrame& f = Ops::tx(*this, *p, seq);
+    if (f.seq != seq || f.state != FrameState::InFlight) {
+        ++p->counters.stale_nacks;  // acknowledged meanwhile (the NACK raced a resend)
+        return;
+    }
+    // Its own path, unless that one failed or still holds this frame.
+    std::uint8_t slot = f.path;
+    if (slot == kNoSlot || p->paths[slot].state == PathState::Failed ||
+        (f.pending & slot_bit(slot)) != 0)
+        slot = Ops::choose_path(*p, kAnyPath, p->rr, f.pending);
+    if (slot != kNoSlot && Ops::transmit(*this, *p, f, slot, now, true))
+        ++p->counters.nack_retransmits;
+    reschedule(peer);
+    flush_outputs();
+}
+
 std::uint32_t ReliableChannel::next_seq(PeerId peer) const noexcept {
     const Peer* p = find(peer);
     return p != nullptr ? p->next_seq : 0;

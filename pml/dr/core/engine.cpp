@@ -195,6 +195,25 @@ void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
          static_cast<int>(e.message.size()), e.message.data());
 }
 
+// A frame failed a checksum. If its header alone is intact, the payload was
+// damaged: the sender and seq can be believed, and the gate may ask for the
+// frame again at once instead of waiting for the sender's ACK timer.
+void Engine::report_damage(std::span<const std::uint8_t> frame, std::uint64_t path) {
+    if (frame.size() < kCommonHeaderSize)
+        return;
+    const std::size_t hsize = header_size(static_cast<FrameType>(frame[1]));
+    if (hsize == 0 || frame.size() < hsize)
+        return;
+    Decoded d;
+    if (!decode_header_into(frame.first(hsize), frame.size() - hsize, d))
+        return;
+    const Common& c = common_of(d.header);
+    auto pit = peer_ids_.find(PeerName{c.src_jobid, c.src_vpid});
+    if (pit == peer_ids_.end() || c.frame_seq == 0)
+        return;
+    gate_->on_damaged(pit->second, path, c.frame_seq);
+}
+
 void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path) {
     dispatch(frame, sink, path, true);
 }
@@ -206,6 +225,8 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     Decoded decoded_frame;
     if (auto ok = decode_into(frame, decoded_frame); !ok) {
         count_decode_error(ok.error());
+        if (ok.error().code == ErrorCode::BadChecksum && gate_ != nullptr && gated)
+            report_damage(frame, path);
         return;
     }
     const Decoded* decoded = &decoded_frame;
@@ -222,6 +243,10 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     if (gate_ != nullptr && gated) {
         if (const auto* ack = std::get_if<AckHdr>(&decoded->header)) {
             gate_->on_ack(peer, path, *ack);
+            return;
+        }
+        if (const auto* nack = std::get_if<NackHdr>(&decoded->header)) {
+            gate_->on_nack(peer, path, nack->seq);
             return;
         }
         if (!gate_->admit(peer, path, c, frame.size())) {
@@ -261,7 +286,7 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
         }
         fl.released_by_peer = std::max(fl.released_by_peer, cr->released_total);
     } else {
-        // ACK without a gate (no reliability layer): nothing to do.
+        // ACK or NACK without a gate (no reliability layer): nothing to do.
     }
 }
 

@@ -50,6 +50,11 @@ class FrameGate {
     virtual bool admit(PeerId peer, std::uint64_t path, const Common& common,
                        std::size_t frame_bytes) = 0;
     virtual void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) = 0;
+    // The peer reports our frame `seq` arrived damaged.
+    virtual void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;
+    // Frame `seq` from `peer` arrived with an intact header and a damaged
+    // payload (it was counted and dropped).
+    virtual void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;
 };
 
 // What is waiting on a dead peer (Engine::fail_peer).
@@ -173,6 +178,7 @@ class Engine {
     // on_frame; gated false for frames the gate already admitted (parked ones).
     void dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
                   bool gated);
+    void report_damage(std::span<const std::uint8_t> frame, std::uint64_t path);
     void count_decode_error(const plugin::common::Error& e) noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
     // Receiver: `bytes` of `peer`'s eager payload left our store.

@@ -19,7 +19,8 @@ namespace {
 
 constexpr std::size_t kCrcOffset = 4;
 
-std::string_view type_names[] = {"invalid", "MATCH", "RNDV", "CTS", "FRAG", "ACK", "CREDIT"};
+std::string_view type_names[] = {"invalid", "MATCH", "RNDV",   "CTS",
+                                 "FRAG",    "ACK",   "CREDIT", "NACK"};
 
 void put_common(ByteWriter& w, const Common& c, FrameType type) noexcept {
     w.u8(kWireVersion);
@@ -142,6 +143,8 @@ std::size_t header_size(FrameType t) noexcept {
             return kAckHeaderSize;
         case FrameType::Credit:
             return kCreditHeaderSize;
+        case FrameType::Nack:
+            return kNackHeaderSize;
     }
     return 0;
 }
@@ -196,6 +199,14 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
     ByteWriter w(out.first(std::min(out.size(), kCreditHeaderSize)));
     put_common(w, h.common, FrameType::Credit);
     w.u64(h.released_total);
+    return seal(w);
+}
+
+Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept {
+    ByteWriter w(out.first(std::min(out.size(), kNackHeaderSize)));
+    put_common(w, h.common, FrameType::Nack);
+    w.u32(h.seq);
+    w.u32(0);
     return seal(w);
 }
 
@@ -300,6 +311,14 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             d.header = h;
             if (payload != 0)
                 r.fail(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
+            break;
+        }
+        case FrameType::Nack: {
+            const NackHdr h{c, r.u32()};
+            r.expect_zero(4);
+            d.header = h;
+            if (payload != 0)
+                r.fail(Error(ErrorCode::BadLength, "NACK carries no payload"));
             break;
         }
     }

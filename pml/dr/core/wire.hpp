@@ -47,6 +47,9 @@
 // ACK: channel acknowledgement. +16:
 //   | cum_seq (u32: every seq <= this arrived) | sack_base (u32) | sack_mask (u64) |
 //   bit i of sack_mask set: seq sack_base + i arrived intact.
+// NACK: frame `seq` arrived with an intact header but a damaged payload;
+//   resend it now rather than at the ACK timeout. +8:
+//   | seq (u32) | reserved (u32, zero) |
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -60,7 +63,15 @@ namespace pml::dr::core {
 
 inline constexpr std::uint8_t kWireVersion = 1;
 
-enum class FrameType : std::uint8_t { Match = 1, Rndv = 2, Cts = 3, Frag = 4, Ack = 5, Credit = 6 };
+enum class FrameType : std::uint8_t {
+    Match = 1,
+    Rndv = 2,
+    Cts = 3,
+    Frag = 4,
+    Ack = 5,
+    Credit = 6,
+    Nack = 7,
+};
 std::string_view to_string(FrameType t) noexcept;
 
 enum FrameFlags : std::uint16_t {
@@ -82,6 +93,7 @@ inline constexpr std::size_t kCtsHeaderSize = kCommonHeaderSize + 32;
 inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
 inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 16;
 inline constexpr std::size_t kCreditHeaderSize = kCommonHeaderSize + 8;
+inline constexpr std::size_t kNackHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kMaxHeaderSize = kRndvHeaderSize;
 
 // Header size of a type, 0 if unknown.
@@ -145,7 +157,12 @@ struct CreditHdr {
     std::uint64_t released_total = 0;
 };
 
-using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr>;
+struct NackHdr {
+    Common common;
+    std::uint32_t seq = 0;
+};
+
+using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr>;
 
 // Encoders write exactly header_size(type) bytes (hdr_crc included) into out,
 // which must be at least that long; they return the size written.
@@ -156,6 +173,7 @@ Result<std::size_t> encode(const CtsHdr& h, std::span<std::uint8_t> out) noexcep
 Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept;
 
 // Stamps an encoded header in place with its channel seq and extra flags
 // (kFlagRetransmit, kFlagAckNow) and reseals its CRC. The frame is built
@@ -194,6 +212,8 @@ inline const Common& common_of(const Header& h) noexcept {
         return f->common;
     if (const auto* a = std::get_if<AckHdr>(&h))
         return a->common;
+    if (const auto* n = std::get_if<NackHdr>(&h))
+        return n->common;
     return std::get_if<CreditHdr>(&h)->common;
 }
 

@@ -47,6 +47,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
   public:
     void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const core::AckInfo& ack) override;
+    void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void path_failed(PeerId peer, PathId path) override;
     void peer_dead(PeerId peer) override;
     void acked(PeerId, core::FrameToken token) override { release(token, true); }
@@ -54,8 +55,14 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
 
     bool admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) override;
     void on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) override;
+    void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
+    void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 
   private:
+    // Sends an unsequenced control frame (ACK, NACK) of `len` bytes on `path`;
+    // a frame that cannot go is lost like on a network (counted).
+    static void send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
+                                 std::size_t len) noexcept;
     static void release(core::FrameToken token, bool acked) noexcept;
 };
 
@@ -278,13 +285,36 @@ void Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
     transmit_or_defer(sf, path, retransmit);
 }
 
-void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
+void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
+                            std::size_t len) noexcept {
     mca_btl_base_module_t* btl = btl_of(path);
     mca_bml_base_btl_t* bb = find_bml(peer, btl);
     if (bb == nullptr || (is_fail_btl(btl) && g_rel.fail_btl_dead)) {
         ++g_rel.acks_dropped;  // lost like on a network; the sender's timer covers it
         return;
     }
+    if (btl->btl_sendi != nullptr &&
+        mca_bml_base_sendi(bb, nullptr, const_cast<std::uint8_t*>(buf), len, 0, MCA_BTL_NO_ORDER,
+                           MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
+                           nullptr) == OMPI_SUCCESS)
+        return;
+    mca_btl_base_descriptor_t* des = nullptr;
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, len, kDesFlags);
+    if (des == nullptr) {
+        ++g_rel.acks_dropped;
+        return;
+    }
+    std::memcpy(des->des_segments[0].seg_addr.pval, buf, len);
+    des->des_segments[0].seg_len = len;
+    des->des_cbfunc = control_sent;
+    des->des_cbdata = nullptr;
+    if (mca_bml_base_send(bb, des, kBtlTag) < 0) {
+        mca_bml_base_free(bb, des);
+        ++g_rel.acks_dropped;
+    }
+}
+
+void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
     core::AckHdr h;
     h.common = make_common(0);
     h.common.type = core::FrameType::Ack;
@@ -293,25 +323,17 @@ void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
     h.sack_mask = ack.sack_mask;
     std::uint8_t buf[core::kAckHeaderSize];
     (void)core::encode(h, buf);
-    if (btl->btl_sendi != nullptr &&
-        mca_bml_base_sendi(bb, nullptr, buf, sizeof buf, 0, MCA_BTL_NO_ORDER,
-                           MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
-                           nullptr) == OMPI_SUCCESS)
-        return;
-    mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, sizeof buf, kDesFlags);
-    if (des == nullptr) {
-        ++g_rel.acks_dropped;
-        return;
-    }
-    std::memcpy(des->des_segments[0].seg_addr.pval, buf, sizeof buf);
-    des->des_segments[0].seg_len = sizeof buf;
-    des->des_cbfunc = control_sent;
-    des->des_cbdata = nullptr;
-    if (mca_bml_base_send(bb, des, kBtlTag) < 0) {
-        mca_bml_base_free(bb, des);
-        ++g_rel.acks_dropped;
-    }
+    send_unsequenced(peer, path, buf, sizeof buf);
+}
+
+void Glue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
+    core::NackHdr h;
+    h.common = make_common(0);
+    h.common.type = core::FrameType::Nack;
+    h.seq = seq;
+    std::uint8_t buf[core::kNackHeaderSize];
+    (void)core::encode(h, buf);
+    send_unsequenced(peer, path, buf, sizeof buf);
 }
 
 void Glue::path_failed(PeerId peer, PathId path) {
@@ -356,6 +378,14 @@ bool Glue::admit(PeerId peer, std::uint64_t path, const core::Common& c, std::si
 
 void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
     chan().on_ack(peer, path, core::AckInfo{ack.cum_seq, ack.sack_base, ack.sack_mask}, g_rel.now);
+}
+
+void Glue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
+    chan().on_nack(peer, path, seq, g_rel.now);
+}
+
+void Glue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
+    chan().on_damaged(peer, path, seq, g_rel.now);
 }
 
 }  // namespace
@@ -571,16 +601,22 @@ void print_reliability_stats() noexcept {
         if (c == nullptr || name == nullptr || (c->frames_sent == 0 && c->frames_delivered == 0))
             continue;
         auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+        opal_process_name_t to{};
+        to.jobid = name->jobid;
+        to.vpid = name->vpid;
+        std::string to_name = OPAL_NAME_PRINT(to);  // the print buffer is reused
         opal_output(0,
-                    "[pml:dr] peer %s -> %u.%u: sent=%llu bytes=%llu retransmits=%llu (nack=%llu "
+                    "[pml:dr] peer %s -> %s: sent=%llu bytes=%llu retransmits=%llu (nack=%llu "
                     "timeout=%llu failover=%llu) acked=%llu abandoned=%llu delivered=%llu "
-                    "duplicates_dropped=%llu acks_sent=%llu acks_received=%llu failovers=%llu "
+                    "duplicates_dropped=%llu acks_sent=%llu acks_received=%llu nacks_sent=%llu "
+                    "nacks_received=%llu failovers=%llu "
                     "paths_lost=%llu state=%s",
-                    OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), name->jobid, name->vpid, u(c->frames_sent),
+                    OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), u(c->frames_sent),
                     u(c->bytes_sent), u(c->retransmits), u(c->nack_retransmits),
                     u(c->timeout_retransmits), u(c->failover_retransmits), u(c->frames_acked),
                     u(c->frames_abandoned), u(c->frames_delivered), u(c->duplicates_dropped),
-                    u(c->acks_sent), u(c->acks_received), u(c->failovers), u(c->paths_lost),
+                    u(c->acks_sent), u(c->acks_received), u(c->nacks_sent), u(c->nacks_received),
+                    u(c->failovers), u(c->paths_lost),
                     std::string(core::to_string(g_rel.channel->peer_state(p))).c_str());
     }
 }
