@@ -287,6 +287,10 @@ class ReliableChannel {
     // NACK it unless it already arrived intact.
     void on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now);
 
+    // Sends every ACK still owed now instead of at its coalescing deadline
+    // (finalize: the peer may be waiting for them before it leaves).
+    void flush_acks(Micros now);
+
     // --- timers as data. next_deadline() may be earlier than anything is
     // due (a deadline that moved later is re-indexed lazily); on_timer() then
     // does nothing but look again.

@@ -109,6 +109,16 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
 
 // ---------------------------------------------------------------- public API
 
+void ReliableChannel::flush_acks(Micros now) {
+    for (auto& p : peers_) {
+        if (!p || p->state == PeerState::Dead || p->ack_due == kNever)
+            continue;
+        Ops::flush_acks(*this, *p, now);
+        reschedule(p->id);
+    }
+    flush_outputs();
+}
+
 void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now) {
     (void)now;
     Peer* p = find(peer);

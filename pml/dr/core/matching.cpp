@@ -112,7 +112,7 @@ UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag)
 }
 
 bool CommMatcher::cancel(Handle recv) noexcept {
-    auto drop = [recv](std::list<Posted>& l) {
+    auto drop = [recv](std::deque<Posted>& l) {
         auto it =
             std::find_if(l.begin(), l.end(), [recv](const Posted& p) { return p.recv == recv; });
         if (it == l.end())

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -142,7 +143,7 @@ class CommMatcher {
     struct Source {
         std::uint16_t send_seq = 0;      // next msg_seq to send to this rank
         std::uint16_t expected_seq = 0;  // next msg_seq to match from this rank
-        std::list<Posted> posted;        // receives naming this source
+        std::deque<Posted> posted;       // receives naming this source
         std::list<UnexpectedPtr> unexpected;
         std::map<std::uint16_t, UnexpectedPtr> cant_match;  // arrived ahead of their turn
     };
@@ -157,7 +158,7 @@ class CommMatcher {
                                                        Source*& where) const noexcept;
 
     std::vector<Source> in_;
-    std::list<Posted> wild_;  // MPI_ANY_SOURCE receives
+    std::deque<Posted> wild_;  // MPI_ANY_SOURCE receives
     std::uint64_t post_order_ = 0;
     std::uint64_t arrival_order_ = 0;
     MatchStats stats_;

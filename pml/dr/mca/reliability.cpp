@@ -539,15 +539,6 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
 }
 
 int reliability_progress() noexcept {
-    // Deadlines are milliseconds apart at the finest (ack_delay aside, which
-    // only batches ACKs): looking at the clock on every 16th turn of a
-    // progress loop is plenty and keeps the loop tight.
-    // (Racy increments from several threads only shift the sampling.)
-    static std::atomic<unsigned> turn{0};
-    const unsigned t = turn.load(std::memory_order_relaxed) + 1;
-    turn.store(t, std::memory_order_relaxed);
-    if ((t & 15u) != 0)
-        return 0;
     const Micros d = g_rel.deadline.load(std::memory_order_relaxed);
     if (d == kNever)
         return 0;
@@ -568,6 +559,9 @@ void reliability_drain() noexcept {
     const Micros until = monotonic_now() + 2 * state().config.ack_timeout;
     auto unacked = [] {
         Guard g;
+        // Peers may wait for our ACKs before they leave: none is held back.
+        g_rel.now = monotonic_now();
+        chan().flush_acks(g_rel.now);
         std::size_t n = 0;
         for (PeerId p = 0; p < state().engine->peer_count(); ++p)
             if (!peer_is_dead(p))
