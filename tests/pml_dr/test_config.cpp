@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "channel.hpp"
 #include "config.hpp"
 
 using namespace pml::dr::core;
@@ -26,6 +27,15 @@ TEST(PmlDrConfig, RejectsOutOfRange) {
     p = default_params();
     p.ack_timeout_ms = 0;
     EXPECT_NE(validate(p, c), "");
+    for (const unsigned w : {0u, 32u, 100u, 8192u}) {
+        p = default_params();
+        p.window = w;
+        EXPECT_NE(validate(p, c), "") << "window " << w;
+    }
+    p = default_params();
+    p.window = 1024;
+    EXPECT_EQ(validate(p, c), "");
+    EXPECT_EQ(channel_params(c).window, 1024u);
     p = default_params();
     p.fault_fail_after = 10;  // which BTL?
     EXPECT_NE(validate(p, c), "");

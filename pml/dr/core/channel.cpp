@@ -99,6 +99,7 @@ ChannelParams channel_params(const Config& config) noexcept {
     p.watchdog_timeout = config.watchdog_timeout;
     p.watchdog_retries = config.watchdog_retries;
     p.peer_dead_timeout = config.peer_dead_timeout;
+    p.window = config.window;
     return p;
 }
 

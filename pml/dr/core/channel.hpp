@@ -165,7 +165,7 @@ struct ChannelParams {
     std::uint32_t first_seq = 1;  // != 0; both ends equal (tests start near the wrap)
 };
 
-// Timer/retry values from the validated Config; the rest keep their defaults.
+// Timer/retry values and the window from the validated Config; the rest keep their defaults.
 ChannelParams channel_params(const Config& config) noexcept;
 // Empty on success, otherwise what is wrong.
 std::string validate(const ChannelParams& params);

@@ -17,6 +17,7 @@ RawParams default_params() noexcept {
     p.ack_retries = 5;
     p.peer_dead_timeout_ms = 60000;
     p.unexpected_limit = 256 * 1024 * 1024;
+    p.window = 256;
     return p;
 }
 
@@ -52,6 +53,9 @@ std::string validate(const RawParams& raw, Config& out) {
     c.ack_retries = raw.ack_retries;
     c.peer_dead_timeout = raw.peer_dead_timeout_ms * kMillis;
     c.unexpected_limit = raw.unexpected_limit;
+    if (raw.window < 64 || raw.window > 4096 || (raw.window & (raw.window - 1)) != 0)
+        return "pml_dr_window must be a power of two in 64..4096";
+    c.window = raw.window;
     c.stats = raw.stats;
     if (!is_probability(raw.fault_drop) || !is_probability(raw.fault_corrupt) ||
         !is_probability(raw.fault_dup))

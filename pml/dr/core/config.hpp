@@ -25,6 +25,7 @@ struct RawParams {
     unsigned ack_retries = 0;
     unsigned peer_dead_timeout_ms = 0;
     std::size_t unexpected_limit = 0;  // bytes of unexpected eager data held per process
+    unsigned window = 0;               // frames per peer not yet acknowledged
     bool stats = false;
     double fault_drop = 0.0;
     double fault_corrupt = 0.0;
@@ -45,6 +46,7 @@ struct Config {
     unsigned ack_retries = 5;
     plugin::common::Micros peer_dead_timeout = 60 * plugin::common::kSeconds;
     std::size_t unexpected_limit = 256 * 1024 * 1024;
+    unsigned window = 256;
     bool stats = false;
     double fault_drop = 0.0;
     double fault_corrupt = 0.0;

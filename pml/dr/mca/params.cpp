@@ -63,6 +63,10 @@ int register_params(const mca_base_component_2_1_0_t* component) noexcept {
                   "Bytes of unexpected (not yet matched) message data this process buffers",
                   ParamType::SizeT, &r.unexpected_limit,
                   static_cast<long long>(d.unexpected_limit)},
+        ParamSpec{"window",
+                  "Frames per peer sent and not yet acknowledged (a power of two, 64..4096; equal "
+                  "on every process): bounds the per-peer retransmit state and copies",
+                  ParamType::Unsigned, &r.window, d.window},
         ParamSpec{"stats", "Print per-peer reliability counters at MPI_Finalize", ParamType::Bool,
                   &r.stats, d.stats},
         ParamSpec{"fault_drop", "Testing: probability (0..1) that an arriving frame is dropped",
