@@ -44,10 +44,11 @@ def dr(btl: str | None = None, **extra: object) -> dict[str, object]:
 
 
 def counters(text: str) -> dict[str, int]:
-    """Sums of every name=value counter on the [pml:dr] stats lines of a run."""
+    """Sums of every name=value counter on the [pml:dr] stats lines of a run
+    (per-path lines repeat the per-peer figures and are left out)."""
     sums: dict[str, int] = {}
     for line in text.splitlines():
-        if "[pml:dr]" not in line:
+        if "[pml:dr]" not in line or "[pml:dr] path " in line:
             continue
         for name, value in re.findall(r"(\w+)=(\d+)", line):
             sums[name] = sums.get(name, 0) + int(value)
@@ -104,7 +105,11 @@ def test_failover_when_a_btl_dies_mid_transfer(mpi):
     c = expect_ok(result, "demo ok")
     assert c.get("failovers", 0) >= 1, c
     assert c.get("paths_lost", 0) >= 1, c
-    assert "BTL tcp dies after 200 frames" in result.stdout + result.stderr, result
+    text = result.stdout + result.stderr
+    assert "BTL tcp dies after 200 frames" in text, result
+    # Per path: tcp failed, vader carried the rest.
+    assert re.search(r"\] path .* over tcp: .*failures=[1-9].*state=failed", text), result
+    assert re.search(r"\] path .* over vader: .*state=alive", text), result
 
 
 @pytest.mark.mpi_timeout(120)

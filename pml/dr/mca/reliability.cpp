@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 #include "deadline_timer.hpp"
 #include "fault.hpp"
@@ -77,10 +78,11 @@ struct Reliability {
     // fault_fail_btl: frames this process sent over that BTL, and whether it died.
     std::uint64_t fail_btl_frames = 0;
     bool fail_btl_dead = false;
-    std::uint64_t acks_dropped = 0;      // no descriptor or path for an ACK
-    std::uint64_t frames_killed_rx = 0;  // arrived on a BTL fault_fail_btl killed
-    std::vector<std::uint8_t> scratch;   // corrupted copies of frames
-    std::vector<StoredFrame*> pool;      // released frames for reuse
+    std::uint64_t acks_dropped = 0;                   // no descriptor or path for an ACK
+    std::uint64_t frames_killed_rx = 0;               // arrived on a BTL fault_fail_btl killed
+    std::vector<std::uint8_t> scratch;                // corrupted copies of frames
+    std::vector<StoredFrame*> pool;                   // released frames for reuse
+    const mca_btl_base_module_t* self_btl = nullptr;  // exempt from fault injection
 };
 Reliability g_rel;
 
@@ -444,6 +446,8 @@ void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
         const std::size_t n = mca_bml_base_btl_array_get_size(arr);
         for (std::size_t i = 0; i < n; ++i) {
             mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
+            if (std::string_view(btl_name(btl)) == "self")
+                g_rel.self_btl = btl;
             if (ch.add_path(peer, path_of(btl)))
                 logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
                      OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
@@ -498,7 +502,9 @@ void reliability_on_frame(mca_btl_base_module_t* btl,
     }
     core::Engine& eng = *state().engine;
     const auto path = path_of(btl);
-    if (!g_rel.faults.enabled()) {
+    // The self BTL is a copy inside this process: faults injected there
+    // would test nothing a network can do, only slow MPI_Ssend to self.
+    if (!g_rel.faults.enabled() || btl == g_rel.self_btl) {
         eng.on_frame(frame, engine_sink(), path);
         rearm();
         return;
@@ -612,6 +618,23 @@ void print_reliability_stats() noexcept {
                     u(c->acks_sent), u(c->acks_received), u(c->nacks_sent), u(c->nacks_received),
                     u(c->failovers), u(c->paths_lost),
                     std::string(core::to_string(g_rel.channel->peer_state(p))).c_str());
+        for (const PathId path : g_rel.channel->paths(p)) {
+            const core::PathCounters* pc = g_rel.channel->path_counters(p, path);
+            if (pc == nullptr ||
+                (pc->frames_sent == 0 && pc->frames_received == 0 && pc->failures == 0))
+                continue;
+            opal_output(
+                0,
+                "[pml:dr] path %s -> %s over %s: sent=%llu bytes=%llu retransmits=%llu "
+                "received=%llu bytes_received=%llu acks_sent=%llu acks_received=%llu "
+                "ack_timeouts=%llu watchdog_timeouts=%llu local_errors=%llu redriven=%llu "
+                "failures=%llu state=%s",
+                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), btl_name(btl_of(path)),
+                u(pc->frames_sent), u(pc->bytes_sent), u(pc->retransmits), u(pc->frames_received),
+                u(pc->bytes_received), u(pc->acks_sent), u(pc->acks_received), u(pc->ack_timeouts),
+                u(pc->watchdog_timeouts), u(pc->local_errors), u(pc->redriven), u(pc->failures),
+                std::string(core::to_string(g_rel.channel->path_state(p, path))).c_str());
+        }
     }
 }
 
