@@ -429,6 +429,24 @@ TEST(ChannelReceiver, AckNowIsNotCoalesced) {
     EXPECT_EQ(r.exact_deadline(), kNever);  // nothing left owed
 }
 
+TEST(ChannelReceiver, IsFreshAnswersWithoutRecording) {
+    Rec out;
+    ReliableChannel r(test_params(), out);  // window 64
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    EXPECT_TRUE(r.is_fresh(kPeer, 1));
+    EXPECT_TRUE(r.is_fresh(kPeer, 1));  // asking changes nothing
+    EXPECT_FALSE(r.is_fresh(kPeer, 0));
+    EXPECT_FALSE(r.is_fresh(kPeer, 65));  // beyond the window
+    EXPECT_FALSE(r.is_fresh(7, 1));       // unknown peer
+    EXPECT_EQ(r.on_data(kPeer, kP1, 3, 0), Verdict::Deliver);
+    EXPECT_FALSE(r.is_fresh(kPeer, 3));
+    EXPECT_TRUE(r.is_fresh(kPeer, 2));
+    EXPECT_EQ(r.on_data(kPeer, kP1, 1, 0), Verdict::Deliver);
+    EXPECT_FALSE(r.is_fresh(kPeer, 1));  // at or below the cumulative seq
+    EXPECT_EQ(r.counters(kPeer)->frames_delivered, 2u);
+}
+
 TEST(ChannelReceiver, TooFarAheadIsDroppedUnacked) {
     Rec out;
     ReliableChannel r(test_params(), out);  // window 64

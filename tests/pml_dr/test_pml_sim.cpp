@@ -76,6 +76,7 @@ struct NodeGlue final : ChannelOutput, FrameGate {
     void acked(PeerId peer, FrameToken token) override;
     void abandoned(PeerId peer, FrameToken token) override;
     bool admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) override;
+    [[nodiscard]] bool fresh(PeerId peer, std::uint32_t seq) const override;
     void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) override;
     void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
@@ -582,6 +583,9 @@ void NodeGlue::abandoned(PeerId peer, FrameToken token) {
 }
 bool NodeGlue::admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
     return run->glue_admit(rank, peer, path, c, bytes);
+}
+bool NodeGlue::fresh(PeerId peer, std::uint32_t seq) const {
+    return run->channel_of(rank).is_fresh(peer, seq);
 }
 void NodeGlue::on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) {
     run->channel_of(rank).on_ack(peer, path, AckInfo{ack.cum_seq, ack.sack_base, ack.sack_mask},

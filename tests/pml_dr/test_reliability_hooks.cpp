@@ -3,6 +3,7 @@
 // ACKs go to it), failing what waits on a dead peer, and fault injection.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -57,9 +58,26 @@ TEST(WireStamp, RejectsWhatIsNotAHeader) {
 struct Sink : EngineSink {
     int matches = 0;
     int ctss = 0;
+    int frags = 0;
+    bool can_place = false;
+    std::vector<std::uint8_t> buffer = std::vector<std::uint8_t>(256, 0);  // the "user buffer"
+    int placed_calls = 0;
+    std::vector<std::pair<std::uint64_t, std::size_t>> accounted;  // on_frag_placed
+    bool place_frag(Handle, std::uint64_t offset, std::span<const std::uint8_t> payload,
+                    std::uint32_t& crc) override {
+        if (!can_place)
+            return false;
+        ++placed_calls;
+        std::copy(payload.begin(), payload.end(), buffer.begin() + static_cast<long>(offset));
+        crc = plugin::common::crc32c(payload);
+        return true;
+    }
+    void on_frag_placed(Handle, PeerId, std::uint64_t offset, std::size_t len) override {
+        accounted.emplace_back(offset, len);
+    }
     void on_match(Handle, const MessageInfo&, std::span<const std::uint8_t>) override { ++matches; }
     void on_cts(Handle, PeerId, const CtsHdr&) override { ++ctss; }
-    void on_frag(Handle, PeerId, std::uint64_t, std::span<const std::uint8_t>) override {}
+    void on_frag(Handle, PeerId, std::uint64_t, std::span<const std::uint8_t>) override { ++frags; }
 };
 
 struct Gate : FrameGate {
@@ -67,6 +85,8 @@ struct Gate : FrameGate {
     std::vector<AckHdr> acks;
     std::vector<std::uint64_t> paths;
     bool verdict = true;
+    bool is_fresh = true;
+    [[nodiscard]] bool fresh(PeerId, std::uint32_t) const override { return is_fresh; }
     bool admit(PeerId, std::uint64_t path, const Common& c, std::size_t) override {
         seen.push_back(c.frame_seq);
         paths.push_back(path);
@@ -194,6 +214,53 @@ TEST_F(GateTest, FailPeerTakesEverythingWaitingOnIt) {
     // Idempotent.
     const PeerWaiters again = e.fail_peer(pb);
     EXPECT_TRUE(again.posted_recvs.empty() && again.active_recvs.empty() && again.sends.empty());
+}
+
+// FRAG payloads are copied to their place while checksummed, before the gate
+// admits them: only fresh frames, and only right ones are accounted.
+TEST_F(GateTest, FragsArePlacedInOnePassOnlyWhenFreshAndIntact) {
+    sink.can_place = true;
+    const std::uint64_t rid = e.register_recv(20, pb, 256);
+    auto frag = [&](std::uint64_t offset, std::span<const std::uint8_t> payload,
+                    std::uint32_t seq) {
+        FragHdr h;
+        h.common.flags = kFlagPayloadCsum;
+        h.common.src_jobid = kJob;
+        h.common.src_vpid = 1;
+        h.common.frame_seq = seq;
+        h.recv_req = rid;
+        h.offset = offset;
+        h.payload_len = static_cast<std::uint32_t>(payload.size());
+        h.payload_crc = plugin::common::crc32c(payload);
+        return frame_of(h, payload);
+    };
+    const auto a = pattern(64, 1, 1);
+    e.on_frame(frag(0, a, 1), sink);
+    EXPECT_EQ(sink.placed_calls, 1);
+    ASSERT_EQ(sink.accounted.size(), 1u);
+    EXPECT_EQ(sink.accounted[0], (std::pair<std::uint64_t, std::size_t>{0, 64}));
+    EXPECT_EQ(sink.frags, 0);  // never copied a second time
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), sink.buffer.begin()));
+    // Damaged: copied (it is not accounted, the resend overwrites it), reported.
+    auto bad = frag(64, pattern(64, 1, 2), 2);
+    bad.back() ^= 0x10;
+    e.on_frame(bad, sink);
+    EXPECT_EQ(sink.placed_calls, 2);
+    EXPECT_EQ(sink.accounted.size(), 1u);
+    EXPECT_EQ(gate.damaged, (std::vector<std::uint32_t>{2}));
+    EXPECT_EQ(e.rx().checksum_errors, 1u);
+    // A copy of a frame already delivered, even a damaged one, is never
+    // copied over the data: it takes the normal path (checked, then refused).
+    gate.is_fresh = false;
+    gate.verdict = false;
+    auto dup = frag(0, a, 1);
+    dup.back() ^= 0x01;
+    e.on_frame(dup, sink);
+    e.on_frame(frag(0, a, 1), sink);
+    EXPECT_EQ(sink.placed_calls, 2);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), sink.buffer.begin()));
+    EXPECT_EQ(e.rx().checksum_errors, 2u);
+    EXPECT_EQ(e.rx().not_admitted, 1u);
 }
 
 TEST_F(GateTest, FindPeer) {

@@ -283,6 +283,8 @@ class ReliableChannel {
     // request): acknowledge it at once instead of coalescing.
     Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0,
                     bool ack_now = false);
+    // Whether on_data(peer, ., seq) would deliver, without recording anything.
+    [[nodiscard]] bool is_fresh(PeerId peer, std::uint32_t seq) const noexcept;
     // A data frame with `seq` arrived with a damaged payload (intact header):
     // NACK it unless it already arrived intact.
     void on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now);

@@ -119,6 +119,17 @@ void ReliableChannel::flush_acks(Micros now) {
     flush_outputs();
 }
 
+bool ReliableChannel::is_fresh(PeerId peer, std::uint32_t seq) const noexcept {
+    const Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead || seq == 0)
+        return false;
+    if (p->rx_bits.empty())
+        return seq_diff(seq, p->rx_cum) > 0 &&
+               seq_diff(seq, p->rx_cum) <= static_cast<std::int32_t>(params_.window);
+    const std::int32_t d = seq_diff(seq, p->rx_cum);
+    return d > 0 && d <= static_cast<std::int32_t>(params_.window) && !Ops::rx_bit(*this, *p, seq);
+}
+
 void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now) {
     (void)now;
     Peer* p = find(peer);

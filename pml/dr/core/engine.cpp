@@ -195,23 +195,13 @@ void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
          static_cast<int>(e.message.size()), e.message.data());
 }
 
-// A frame failed a checksum. If its header alone is intact, the payload was
-// damaged: the sender and seq can be believed, and the gate may ask for the
-// frame again at once instead of waiting for the sender's ACK timer.
-void Engine::report_damage(std::span<const std::uint8_t> frame, std::uint64_t path) {
-    if (frame.size() < kCommonHeaderSize)
-        return;
-    const std::size_t hsize = header_size(static_cast<FrameType>(frame[1]));
-    if (hsize == 0 || frame.size() < hsize)
-        return;
-    Decoded d;
-    if (!decode_header_into(frame.first(hsize), frame.size() - hsize, d))
-        return;
-    const Common& c = common_of(d.header);
-    auto pit = peer_ids_.find(PeerName{c.src_jobid, c.src_vpid});
-    if (pit == peer_ids_.end() || c.frame_seq == 0)
-        return;
-    gate_->on_damaged(pit->second, path, c.frame_seq);
+// A payload failed its checksum under an intact header: the sender and seq
+// can be believed, and the gate may ask for the frame again at once instead
+// of waiting for the sender's ACK timer.
+void Engine::payload_damaged(const Common& c, const PeerId* peer, std::uint64_t path, bool gated) {
+    ++rx_.checksum_errors;
+    if (gate_ != nullptr && gated && peer != nullptr && c.frame_seq != 0)
+        gate_->on_damaged(*peer, path, c.frame_seq);
 }
 
 void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path) {
@@ -223,21 +213,59 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     ++rx_.frames;
     rx_.bytes += frame.size();
     Decoded decoded_frame;
-    if (auto ok = decode_into(frame, decoded_frame); !ok) {
+    if (auto ok = decode_header_into(frame, 0, decoded_frame); !ok) {
         count_decode_error(ok.error());
-        if (ok.error().code == ErrorCode::BadChecksum && gate_ != nullptr && gated)
-            report_damage(frame, path);
         return;
     }
     const Decoded* decoded = &decoded_frame;
     const Common& c = common_of(decoded->header);
     auto pit = peer_ids_.find(PeerName{c.src_jobid, c.src_vpid});
-    if (pit == peer_ids_.end()) {
+    const PeerId* known = pit != peer_ids_.end() ? &pit->second : nullptr;
+    std::uint32_t want_crc = 0;
+    const bool has_crc = payload_crc_of(*decoded, want_crc);
+    // A FRAG for a receive we know is checked while it is copied to its place
+    // (one pass over the data, not two); everything else is checked here.
+    const auto* frag = std::get_if<FragHdr>(&decoded->header);
+    const ReqEntry* target = nullptr;
+    if (has_crc && frag != nullptr && known != nullptr &&
+        (gate_ == nullptr || !gated || gate_->fresh(*known, c.frame_seq))) {
+        auto it = recvs_.find(frag->recv_req);
+        if (it != recvs_.end() && it->second.peer == *known &&
+            frag->offset <= it->second.want_len &&
+            decoded->payload.size() <= it->second.want_len - frag->offset)
+            target = &it->second;
+    }
+    if (has_crc && target == nullptr && !check_payload(*decoded)) {
+        payload_damaged(c, known, path, gated);
+        return;
+    }
+    if (known == nullptr) {
         ++rx_.unknown_peer;
         logf(log_, LogLevel::Debug, "dropped %.*s from unknown process %u.%u",
              static_cast<int>(to_string(c.type).size()), to_string(c.type).data(), c.src_jobid,
              c.src_vpid);
         return;
+    }
+    if (target != nullptr) {
+        const ReqEntry entry = *target;  // the sink may release it
+        std::uint32_t got = 0;
+        if (sink.place_frag(entry.handle, frag->offset, decoded->payload, got)) {
+            if (got != want_crc) {
+                payload_damaged(c, known, path, gated);
+                return;
+            }
+            // Placed before the gate spoke: a duplicate wrote the same bytes again.
+            if (gate_ != nullptr && gated && !gate_->admit(*known, path, c, frame.size())) {
+                ++rx_.not_admitted;
+                return;
+            }
+            sink.on_frag_placed(entry.handle, *known, frag->offset, decoded->payload.size());
+            return;
+        }
+        if (!check_payload(*decoded)) {
+            payload_damaged(c, known, path, gated);
+            return;
+        }
     }
     const PeerId peer = pit->second;
     if (gate_ != nullptr && gated) {

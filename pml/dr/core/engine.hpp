@@ -36,6 +36,17 @@ class EngineSink : public MatchSink {
     // Eager flow control: tell `peer` how many of its eager bytes have left
     // our unexpected store (send it a CREDIT frame).
     virtual void on_credit(PeerId /*peer*/, std::uint64_t /*released_total*/) {}
+    // Optional one-pass path for a checksummed FRAG of receive `recv`: copy
+    // the payload to its place while computing its CRC32C into `crc` and
+    // return true, or return false to get on_frag after the engine's own
+    // check. A copied payload whose CRC is wrong is never accounted (the
+    // retransmission overwrites it); a right one is, through on_frag_placed.
+    virtual bool place_frag(Handle /*recv*/, std::uint64_t /*offset*/,
+                            std::span<const std::uint8_t> /*payload*/, std::uint32_t& /*crc*/) {
+        return false;
+    }
+    virtual void on_frag_placed(Handle /*recv*/, PeerId /*peer*/, std::uint64_t /*offset*/,
+                                std::size_t /*len*/) {}
 };
 
 // The reliability layer's hook into the receive path: every frame that
@@ -49,6 +60,10 @@ class FrameGate {
     // and must be processed; false drops it (duplicate, outside the window).
     virtual bool admit(PeerId peer, std::uint64_t path, const Common& common,
                        std::size_t frame_bytes) = 0;
+    // Whether a frame with `seq` would be a first arrival (admit() would take
+    // it), without recording anything: a FRAG is copied to its place before
+    // it is admitted, which must never happen for a copy of one delivered.
+    [[nodiscard]] virtual bool fresh(PeerId peer, std::uint32_t seq) const = 0;
     virtual void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) = 0;
     // The peer reports our frame `seq` arrived damaged.
     virtual void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;
@@ -178,7 +193,7 @@ class Engine {
     // on_frame; gated false for frames the gate already admitted (parked ones).
     void dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
                   bool gated);
-    void report_damage(std::span<const std::uint8_t> frame, std::uint64_t path);
+    void payload_damaged(const Common& c, const PeerId* peer, std::uint64_t path, bool gated);
     void count_decode_error(const plugin::common::Error& e) noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
     // Receiver: `bytes` of `peer`'s eager payload left our store.

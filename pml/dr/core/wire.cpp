@@ -345,18 +345,27 @@ Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& d) noexce
     auto ok = decode_header_into(frame, 0, d);
     if (!ok)
         return ok;
-    const Common& c = common_of(d.header);
-    if ((c.flags & kFlagPayloadCsum) != 0) {
-        std::uint32_t expect = 0;
-        if (const auto* m = std::get_if<MatchHdr>(&d.header))
-            expect = m->match.payload_crc;
-        else if (const auto* rv = std::get_if<RndvHdr>(&d.header))
-            expect = rv->match.payload_crc;
-        else if (const auto* f = std::get_if<FragHdr>(&d.header))
-            expect = f->payload_crc;
-        if (crc32c(d.payload.data(), d.payload.size()) != expect)
-            return fail(ErrorCode::BadChecksum, "payload checksum mismatch");
-    }
+    return check_payload(d);
+}
+
+bool payload_crc_of(const Decoded& d, std::uint32_t& crc) noexcept {
+    if ((common_of(d.header).flags & kFlagPayloadCsum) == 0)
+        return false;
+    if (const auto* m = std::get_if<MatchHdr>(&d.header))
+        crc = m->match.payload_crc;
+    else if (const auto* rv = std::get_if<RndvHdr>(&d.header))
+        crc = rv->match.payload_crc;
+    else if (const auto* f = std::get_if<FragHdr>(&d.header))
+        crc = f->payload_crc;
+    else
+        return false;
+    return true;
+}
+
+Result<void> check_payload(const Decoded& d) noexcept {
+    std::uint32_t expect = 0;
+    if (payload_crc_of(d, expect) && crc32c(d.payload.data(), d.payload.size()) != expect)
+        return fail(ErrorCode::BadChecksum, "payload checksum mismatch");
     return {};
 }
 

@@ -23,6 +23,14 @@ class Sink final : public core::EngineSink {
                  std::span<const std::uint8_t> payload) override {
         handle_frag(reinterpret_cast<RecvRequest*>(recv), offset, payload);
     }
+    bool place_frag(core::Handle recv, std::uint64_t offset, std::span<const std::uint8_t> payload,
+                    std::uint32_t& crc) override {
+        return mca::place_frag(reinterpret_cast<RecvRequest*>(recv), offset, payload, crc);
+    }
+    void on_frag_placed(core::Handle recv, core::PeerId, std::uint64_t offset,
+                        std::size_t len) override {
+        frag_placed(reinterpret_cast<RecvRequest*>(recv), offset, len);
+    }
     void on_credit(core::PeerId peer, std::uint64_t released_total) override {
         core::CreditHdr h;
         h.common = make_common(0);

@@ -178,6 +178,12 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
                   std::span<const std::uint8_t> eager) noexcept;
 void handle_frag(RecvRequest* r, std::uint64_t offset,
                  std::span<const std::uint8_t> payload) noexcept;
+// One pass for a checksummed FRAG into a contiguous receive buffer: copies it
+// in place computing its CRC (false: not that kind of buffer); frag_placed
+// then accounts it once the engine found the CRC right.
+bool place_frag(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> payload,
+                std::uint32_t& crc) noexcept;
+void frag_placed(RecvRequest* r, std::uint64_t offset, std::size_t len) noexcept;
 int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
           ompi_request_t** req) noexcept;
 int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,

@@ -1,6 +1,7 @@
 // Receive side: posting, matching results, unpacking, probes.
 #include <algorithm>
 
+#include "crc32c.hpp"
 #include "pml.hpp"
 
 namespace pml::dr::mca {
@@ -122,6 +123,31 @@ void handle_frag(RecvRequest* r, std::uint64_t offset,
     if (r->base.req_base.req_pml_complete)
         return;
     unpack(r, offset, payload);
+    if (r->bytes_received >= r->bytes_expected)
+        recv_complete(r, OMPI_SUCCESS);
+}
+
+bool place_frag(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> payload,
+                std::uint32_t& crc) noexcept {
+    opal_convertor_t* conv = &r->base.req_base.req_convertor;
+    if (r->base.req_base.req_pml_complete || opal_convertor_need_buffers(conv) ||
+        offset >= r->bytes_expected)
+        return false;
+    const std::size_t len = static_cast<std::size_t>(
+        std::min<std::uint64_t>(payload.size(), r->bytes_expected - offset));
+    ConvertorAt at(conv, offset);
+    void* dst = nullptr;
+    opal_convertor_get_current_pointer(at.get(), &dst);
+    crc = plugin::common::crc32c_copy(dst, payload.data(), len);
+    if (len < payload.size())
+        crc = plugin::common::crc32c(payload.data() + len, payload.size() - len, crc);
+    return true;
+}
+
+void frag_placed(RecvRequest* r, std::uint64_t offset, std::size_t len) noexcept {
+    if (r->base.req_base.req_pml_complete || offset >= r->bytes_expected)
+        return;
+    r->bytes_received += std::min<std::uint64_t>(len, r->bytes_expected - offset);
     if (r->bytes_received >= r->bytes_expected)
         recv_complete(r, OMPI_SUCCESS);
 }

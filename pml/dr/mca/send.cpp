@@ -131,17 +131,27 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
     std::uint32_t crc = 0;
     if (len > 0) {
         ConvertorAt conv(&r->base.req_base.req_convertor, offset);
-        iovec iov{base + hdr_size, len};
-        uint32_t iov_count = 1;
-        size_t max_data = len;
-        if (opal_convertor_pack(conv.get(), &iov, &iov_count, &max_data) < 0 ||
-            (max_data == 0 && len != 0)) {
-            mca_bml_base_free(bb, des);
-            return OMPI_ERROR;
+        if (!opal_convertor_need_buffers(conv.get())) {
+            // Contiguous data: one pass copies it and, when wanted, checksums it.
+            void* src = nullptr;
+            opal_convertor_get_current_pointer(conv.get(), &src);
+            if (csum)
+                crc = plugin::common::crc32c_copy(base + hdr_size, src, len);
+            else
+                std::memcpy(base + hdr_size, src, len);
+        } else {
+            iovec iov{base + hdr_size, len};
+            uint32_t iov_count = 1;
+            size_t max_data = len;
+            if (opal_convertor_pack(conv.get(), &iov, &iov_count, &max_data) < 0 ||
+                (max_data == 0 && len != 0)) {
+                mca_bml_base_free(bb, des);
+                return OMPI_ERROR;
+            }
+            len = max_data;
+            if (csum)
+                crc = plugin::common::crc32c(base + hdr_size, len);
         }
-        len = max_data;
-        if (csum)
-            crc = plugin::common::crc32c(base + hdr_size, len);
     }
     encode_hdr(std::span<std::uint8_t>(base, hdr_size), csum, crc, len);
     return post_data_frame(r, bb, des, hdr_size + len, hdr_size, offset, len, opts);
@@ -261,11 +271,18 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     const core::PeerId peer = peer_for(proc);
     StoredFrame* sf = new_frame(peer);
     size_t size = type_size * count;
+    const bool csum = csum_wanted(bb->btl);
+    std::uint32_t crc = 0;
+    bool crc_done = false;
     if (size > 0 && proc->super.proc_arch == opal_local_arch &&
         ompi_datatype_is_contiguous_memory_layout(dt, static_cast<int32_t>(count))) {
         sf->bytes.resize(core::kMatchHeaderSize + size);
-        std::memcpy(sf->bytes.data() + core::kMatchHeaderSize,
-                    static_cast<const char*>(buf) + dt->super.true_lb, size);
+        const char* src = static_cast<const char*>(buf) + dt->super.true_lb;
+        if (csum)
+            crc = plugin::common::crc32c_copy(sf->bytes.data() + core::kMatchHeaderSize, src, size);
+        else
+            std::memcpy(sf->bytes.data() + core::kMatchHeaderSize, src, size);
+        crc_done = true;
     } else if (size > 0) {
         opal_convertor_t conv;
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
@@ -293,7 +310,8 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
         return OMPI_ERR_NOT_AVAILABLE;
     }
     std::uint8_t* frame = sf->bytes.data();
-    const bool csum = csum_wanted(bb->btl);
+    if (csum && !crc_done)
+        crc = plugin::common::crc32c(frame + core::kMatchHeaderSize, size);
     core::MatchHdr h;
     h.common = make_common(csum_flag(csum));
     h.common.frame_seq = sf->encoded_seq = next_seq(peer);
@@ -302,7 +320,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     h.match.tag = tag;
     h.match.msg_seq = matcher->next_send_seq(dst);
     h.match.payload_len = static_cast<std::uint32_t>(size);
-    h.match.payload_crc = csum ? plugin::common::crc32c(frame + core::kMatchHeaderSize, size) : 0;
+    h.match.payload_crc = csum ? crc : 0;
     (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
     const int rc = submit_frame(sf, bb->btl);
     if (rc != OMPI_SUCCESS) {
