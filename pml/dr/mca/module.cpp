@@ -305,36 +305,9 @@ mca_pml_base_module_t* module_init(const core::Config& config,
     return &s.module;
 }
 
-// pml_dr_stats: one line per process at finalize with what the receive side
-// saw (the reliability counters join it with the reliability layer).
-void print_stats() noexcept {
-    const State& s = g_state;
-    if (!s.config.stats || !s.engine)
-        return;
-    const core::RxCounters& rx = s.engine->rx();
-    opal_output(
-        0,
-        "[pml:dr] stats %s: frames_in=%llu bytes_in=%llu decode_errors=%llu checksum_errors=%llu "
-        "unknown_peer=%llu bad_rank=%llu unknown_request=%llu duplicates=%llu parked=%llu "
-        "parked_dropped=%llu bad_credit=%llu unexpected_peak_bytes=%zu eager_window=%llu",
-        OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(rx.frames),
-        static_cast<unsigned long long>(rx.bytes),
-        static_cast<unsigned long long>(rx.decode_errors),
-        static_cast<unsigned long long>(rx.checksum_errors),
-        static_cast<unsigned long long>(rx.unknown_peer),
-        static_cast<unsigned long long>(rx.bad_rank),
-        static_cast<unsigned long long>(rx.unknown_request),
-        static_cast<unsigned long long>(rx.duplicates),
-        static_cast<unsigned long long>(rx.pending_unknown_comm),
-        static_cast<unsigned long long>(rx.dropped_unknown_comm),
-        static_cast<unsigned long long>(rx.bad_credit), s.engine->held_peak(),
-        static_cast<unsigned long long>(s.engine->eager_window()));
-}
-
 int module_fini() noexcept {
     State& s = g_state;
     print_stats();
-    print_reliability_stats();
     reliability_fini();
     s.pending.clear();
     s.pending_count.store(0);

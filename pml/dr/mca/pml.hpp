@@ -202,6 +202,9 @@ int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** messag
 int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message,
           ompi_status_public_t* status) noexcept;
 
+// stats.cpp: pml_dr_stats lines at finalize.
+void print_stats() noexcept;
+
 // module.cpp
 mca_pml_base_module_t* module_init(const core::Config& config,
                                    plugin::common::OpalLogSink& log) noexcept;

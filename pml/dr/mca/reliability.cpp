@@ -591,60 +591,8 @@ const core::ReliableChannel* channel() noexcept {
     return g_rel.channel.get();
 }
 
-void print_reliability_stats() noexcept {
-    const State& s = state();
-    if (!s.config.stats || !g_rel.channel)
-        return;
-    const core::FaultCounters& f = g_rel.faults.counters();
-    opal_output(0,
-                "[pml:dr] faults %s: injected_drops=%llu injected_corruptions=%llu "
-                "injected_duplicates=%llu acks_dropped=%llu killed_btl_frames=%llu",
-                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(f.dropped),
-                static_cast<unsigned long long>(f.corrupted),
-                static_cast<unsigned long long>(f.duplicated),
-                static_cast<unsigned long long>(g_rel.acks_dropped),
-                static_cast<unsigned long long>(g_rel.frames_killed_rx));
-    for (PeerId p = 0; p < s.engine->peer_count(); ++p) {
-        const core::PeerCounters* c = g_rel.channel->counters(p);
-        const core::PeerName* name = s.engine->peer_name(p);
-        if (c == nullptr || name == nullptr || (c->frames_sent == 0 && c->frames_delivered == 0))
-            continue;
-        auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
-        opal_process_name_t to{};
-        to.jobid = name->jobid;
-        to.vpid = name->vpid;
-        std::string to_name = OPAL_NAME_PRINT(to);  // the print buffer is reused
-        opal_output(0,
-                    "[pml:dr] peer %s -> %s: sent=%llu bytes=%llu retransmits=%llu (nack=%llu "
-                    "timeout=%llu failover=%llu) acked=%llu abandoned=%llu delivered=%llu "
-                    "duplicates_dropped=%llu acks_sent=%llu acks_received=%llu nacks_sent=%llu "
-                    "nacks_received=%llu failovers=%llu "
-                    "paths_lost=%llu state=%s",
-                    OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), u(c->frames_sent),
-                    u(c->bytes_sent), u(c->retransmits), u(c->nack_retransmits),
-                    u(c->timeout_retransmits), u(c->failover_retransmits), u(c->frames_acked),
-                    u(c->frames_abandoned), u(c->frames_delivered), u(c->duplicates_dropped),
-                    u(c->acks_sent), u(c->acks_received), u(c->nacks_sent), u(c->nacks_received),
-                    u(c->failovers), u(c->paths_lost),
-                    std::string(core::to_string(g_rel.channel->peer_state(p))).c_str());
-        for (const PathId path : g_rel.channel->paths(p)) {
-            const core::PathCounters* pc = g_rel.channel->path_counters(p, path);
-            if (pc == nullptr ||
-                (pc->frames_sent == 0 && pc->frames_received == 0 && pc->failures == 0))
-                continue;
-            opal_output(
-                0,
-                "[pml:dr] path %s -> %s over %s: sent=%llu bytes=%llu retransmits=%llu "
-                "received=%llu bytes_received=%llu acks_sent=%llu acks_received=%llu "
-                "ack_timeouts=%llu watchdog_timeouts=%llu local_errors=%llu redriven=%llu "
-                "failures=%llu state=%s",
-                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), btl_name(btl_of(path)),
-                u(pc->frames_sent), u(pc->bytes_sent), u(pc->retransmits), u(pc->frames_received),
-                u(pc->bytes_received), u(pc->acks_sent), u(pc->acks_received), u(pc->ack_timeouts),
-                u(pc->watchdog_timeouts), u(pc->local_errors), u(pc->redriven), u(pc->failures),
-                std::string(core::to_string(g_rel.channel->path_state(p, path))).c_str());
-        }
-    }
+ReliabilityStats reliability_stats() noexcept {
+    return ReliabilityStats{g_rel.faults.counters(), g_rel.acks_dropped, g_rel.frames_killed_rx};
 }
 
 void reliability_fini() noexcept {

@@ -12,6 +12,7 @@
 
 #include "channel.hpp"
 #include "config.hpp"
+#include "fault.hpp"
 #include "opal_log.hpp"
 
 namespace pml::dr::mca {
@@ -82,6 +83,11 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
 
 // The channel and counters, for statistics and MPI_T (nullptr before init).
 const core::ReliableChannel* channel() noexcept;
-void print_reliability_stats() noexcept;
+struct ReliabilityStats {
+    core::FaultCounters faults;
+    std::uint64_t acks_dropped = 0;      // ACK/NACK frames that found no path or descriptor
+    std::uint64_t frames_killed_rx = 0;  // arrived on a BTL pml_dr_fault_fail_btl killed
+};
+ReliabilityStats reliability_stats() noexcept;
 
 }  // namespace pml::dr::mca
