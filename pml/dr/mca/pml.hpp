@@ -141,7 +141,7 @@ void release_send_resources(SendRequest* r) noexcept;
 void recv_complete(RecvRequest* r, int error) noexcept;
 core::PeerId peer_for(ompi_proc_t* proc);
 
-// send.cpp
+// send.cpp (protocols) and send_api.cpp (the MPI entry points)
 int start_send(SendRequest* r) noexcept;
 void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept;
 // The reliability layer is done with one of r's frames (acked: the peer has it).
@@ -158,6 +158,9 @@ int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int 
 // Sends a small control frame (CTS) to a peer; retried from progress on busy.
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept;
 core::Common make_common(std::uint16_t flags) noexcept;
+inline std::uint16_t csum_flag(bool csum) noexcept {
+    return csum ? core::kFlagPayloadCsum : 0;
+}
 // Whether frames on this BTL carry payload checksums (pml_dr_csum, auto: the BTL asks).
 bool csum_wanted(const mca_btl_base_module_t* btl) noexcept;
 
