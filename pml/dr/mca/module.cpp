@@ -104,7 +104,7 @@ int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
 int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
     // MPI_Finalize: frames still unacknowledged get their chance to arrive
     // before the BTLs go away.
-    reliability_drain();
+    reliability_drain(procs, nprocs);
     return mca_bml.bml_del_procs(nprocs, procs);
 }
 

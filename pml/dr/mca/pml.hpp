@@ -140,6 +140,8 @@ void send_pml_complete(SendRequest* r) noexcept;
 void release_send_resources(SendRequest* r) noexcept;
 void recv_complete(RecvRequest* r, int error) noexcept;
 core::PeerId peer_for(ompi_proc_t* proc);
+// The peer id of a proc we already know (false: none yet).
+bool known_peer(const ompi_proc_t* proc, core::PeerId& out) noexcept;
 
 // send.cpp (protocols) and send_api.cpp (the MPI entry points)
 int start_send(SendRequest* r) noexcept;

@@ -73,11 +73,9 @@ int read_peer_counter(const mca_base_pvar_t* pvar, void* value, void* obj) {
         return OMPI_SUCCESS;  // before MPI_Init or after MPI_Finalize
     Guard g;
     for (int i = 0; i < n; ++i) {
-        ompi_proc_t* proc = ompi_comm_peer_lookup(comm, i);
-        void* cached = proc != nullptr ? proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] : nullptr;
-        if (cached == nullptr)
+        core::PeerId peer = 0;
+        if (!known_peer(ompi_comm_peer_lookup(comm, i), peer))
             continue;  // no traffic ever
-        const auto peer = static_cast<core::PeerId>(reinterpret_cast<std::uintptr_t>(cached) - 1);
         if (const core::PeerCounters* c = ch->counters(peer); c != nullptr)
             out[i] = c->*spec.field;
     }

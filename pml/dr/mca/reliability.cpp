@@ -566,19 +566,23 @@ int reliability_progress() noexcept {
     return 1;
 }
 
-void reliability_drain() noexcept {
+void reliability_drain(ompi_proc_t** procs, std::size_t nprocs) noexcept {
     if (!g_rel.channel)
         return;
+    std::vector<PeerId> peers;
+    for (std::size_t i = 0; i < nprocs; ++i)
+        if (PeerId p = 0; known_peer(procs[i], p))
+            peers.push_back(p);
     // Two ACK timeouts give a lost frame one resend and its ACK time to come
     // back; a peer that already left cannot answer, so do not wait longer.
     const Micros until = monotonic_now() + 2 * state().config.ack_timeout;
-    auto unacked = [] {
+    auto unacked = [&peers] {
         Guard g;
         // Peers may wait for our ACKs before they leave: none is held back.
         g_rel.now = monotonic_now();
         chan().flush_acks(g_rel.now);
         std::size_t n = 0;
-        for (PeerId p = 0; p < state().engine->peer_count(); ++p)
+        for (const PeerId p : peers)
             if (!peer_is_dead(p))
                 n += chan().unacked(p);
         return n;

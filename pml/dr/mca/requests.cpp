@@ -269,10 +269,18 @@ ConvertorAt::~ConvertorAt() {
         OBJ_DESTRUCT(&clone_);
 }
 
+// The proc's PML endpoint slot caches our peer id (+1, so null means unset).
+bool known_peer(const ompi_proc_t* proc, core::PeerId& out) noexcept {
+    void* cached = proc != nullptr ? proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] : nullptr;
+    if (cached == nullptr)
+        return false;
+    out = static_cast<core::PeerId>(reinterpret_cast<std::uintptr_t>(cached) - 1);
+    return true;
+}
+
 core::PeerId peer_for(ompi_proc_t* proc) {
-    // The proc's PML endpoint slot caches our peer id (+1, so null means unset).
-    if (void* cached = proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML]; cached != nullptr)
-        return static_cast<core::PeerId>(reinterpret_cast<std::uintptr_t>(cached) - 1);
+    if (core::PeerId known = 0; known_peer(proc, known))
+        return known;
     State& s = state();
     const core::PeerId id =
         s.engine->add_peer(core::PeerName{proc->super.proc_name.jobid, proc->super.proc_name.vpid});
