@@ -1,0 +1,85 @@
+#include "wire.hpp"
+
+#include "crc32c.hpp"
+#include "wire_io.hpp"
+
+namespace btl::drtcp::core {
+
+using plugin::common::ByteReader;
+using plugin::common::ByteWriter;
+using plugin::common::ErrorCode;
+using plugin::common::fail;
+
+Result<std::size_t> encode(const Hello& h, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kHelloSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than a HELLO");
+    ByteWriter w(out.first(kHelloSize));
+    w.u32(kMagic);
+    w.u8(kVersion);
+    w.u8(0);
+    w.u16(h.link);
+    w.u32(h.from.jobid);
+    w.u32(h.from.vpid);
+    w.u64(h.nonce);
+    w.u32(0);
+    w.u32(plugin::common::crc32c(out.data(), kHelloSize - 4));
+    return w.finish();
+}
+
+Result<std::size_t> encode(const FrameHeader& h, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kFrameHeaderSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than a frame header");
+    ByteWriter w(out.first(kFrameHeaderSize));
+    w.u8(kFrameSync);
+    w.u8(h.tag);
+    w.u16(0);
+    w.u32(h.len);
+    return w.finish();
+}
+
+Result<Hello> decode_hello(std::span<const std::uint8_t> bytes) noexcept {
+    if (bytes.size() < kHelloSize)
+        return fail(ErrorCode::Truncated, "shorter than a HELLO");
+    bytes = bytes.first(kHelloSize);
+    ByteReader r(bytes);
+    if (r.u32() != kMagic)
+        return fail(ErrorCode::BadType, "not a drtcp HELLO (magic)");
+    // The CRC first: no other field is believed before it matches.
+    ByteReader tail(bytes.subspan(kHelloSize - 4));
+    if (tail.u32() != plugin::common::crc32c(bytes.data(), kHelloSize - 4))
+        return fail(ErrorCode::BadChecksum, "HELLO checksum mismatch");
+    const std::uint8_t version = r.u8();
+    r.expect_zero(1);
+    Hello h;
+    h.link = r.u16();
+    h.from.jobid = r.u32();
+    h.from.vpid = r.u32();
+    h.nonce = r.u64();
+    r.expect_zero(4);
+    if (version != kVersion)
+        return fail(ErrorCode::BadVersion, "unsupported drtcp version");
+    if (!r.ok())
+        return fail(r.error());
+    return h;
+}
+
+Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> bytes,
+                                        std::uint32_t max_frame) noexcept {
+    if (bytes.size() < kFrameHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than a frame header");
+    ByteReader r(bytes.first(kFrameHeaderSize));
+    if (r.u8() != kFrameSync)
+        return fail(ErrorCode::BadType, "frame sync byte missing: stream out of step");
+    FrameHeader h;
+    h.tag = r.u8();
+    if (r.u16() != 0)
+        return fail(ErrorCode::BadField, "frame flags set");
+    h.len = r.u32();
+    if (!r.ok())
+        return fail(r.error());
+    if (h.len > max_frame)
+        return fail(ErrorCode::BadLength, "frame longer than max_frame");
+    return h;
+}
+
+}  // namespace btl::drtcp::core
