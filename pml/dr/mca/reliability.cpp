@@ -44,8 +44,6 @@ struct PeerLimits {
 // What a transmission attempt came to.
 enum class TxResult { Posted, Failed, Busy };
 
-bool g_rel_channel_fresh(PeerId peer, std::uint32_t seq) noexcept;
-
 class Glue final : public core::ChannelOutput, public core::FrameGate {
   public:
     void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
@@ -57,9 +55,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
     void abandoned(PeerId, core::FrameToken token) override { release(token, false); }
 
     bool admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) override;
-    [[nodiscard]] bool fresh(PeerId peer, std::uint32_t seq) const override {
-        return g_rel_channel_fresh(peer, seq);
-    }
+    [[nodiscard]] bool fresh(PeerId peer, std::uint32_t seq) const override;
     void on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) override;
     void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
@@ -95,7 +91,7 @@ core::ReliableChannel& chan() noexcept {
     return *g_rel.channel;
 }
 
-bool g_rel_channel_fresh(PeerId peer, std::uint32_t seq) noexcept {
+bool Glue::fresh(PeerId peer, std::uint32_t seq) const {
     return g_rel.channel->is_fresh(peer, seq);
 }
 
