@@ -123,22 +123,19 @@ bool ReliableChannel::is_fresh(PeerId peer, std::uint32_t seq) const noexcept {
     const Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead || seq == 0)
         return false;
-    if (p->rx_bits.empty())
-        return seq_diff(seq, p->rx_cum) > 0 &&
-               seq_diff(seq, p->rx_cum) <= static_cast<std::int32_t>(params_.window);
     const std::int32_t d = seq_diff(seq, p->rx_cum);
-    return d > 0 && d <= static_cast<std::int32_t>(params_.window) && !Ops::rx_bit(*this, *p, seq);
+    if (d <= 0 || d > static_cast<std::int32_t>(params_.window))
+        return false;
+    return p->rx_bits.empty() || !Ops::rx_bit(*this, *p, seq);
 }
 
 void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now) {
     (void)now;
-    Peer* p = find(peer);
-    if (p == nullptr || p->state == PeerState::Dead || seq == 0)
+    // A damaged copy of a frame we have, or one outside the window (the
+    // sender cannot have sent it yet): nothing to ask for.
+    if (!is_fresh(peer, seq))
         return;
-    if (!p->rx_bits.empty() && Ops::arrived(*this, *p, seq))
-        return;  // a damaged copy of a frame we have: nothing to ask for
-    if (seq_diff(seq, p->rx_cum) > static_cast<std::int32_t>(params_.window))
-        return;  // outside the window: the sender cannot have sent it yet
+    Peer* p = find(peer);
     // Back on the path it came on, unless we declared that one failed.
     std::uint8_t slot = Ops::find_slot(*p, path);
     if (slot == kNoSlot || p->paths[slot].state == PathState::Failed)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "crc32c.hpp"
+
 namespace pml::dr::core {
 
 using plugin::common::ErrorCode;
@@ -56,6 +58,19 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
     }
 }
 
+// Moves the handles of every id in `table` bound to `peer` into `out`.
+void Engine::take_bound_to(std::unordered_map<std::uint64_t, ReqEntry>& table, PeerId peer,
+                           std::vector<Handle>& out) {
+    for (auto it = table.begin(); it != table.end();) {
+        if (it->second.peer == peer) {
+            out.push_back(it->second.handle);
+            it = table.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
 PeerWaiters Engine::fail_peer(PeerId peer) {
     PeerWaiters w;
     for (auto& c : comms_) {
@@ -65,22 +80,8 @@ PeerWaiters Engine::fail_peer(PeerId peer) {
             if (c->remote[r] == peer)
                 c->matcher.take_posted_from(static_cast<std::int32_t>(r), w.posted_recvs);
     }
-    for (auto it = recvs_.begin(); it != recvs_.end();) {
-        if (it->second.peer == peer) {
-            w.active_recvs.push_back(it->second.handle);
-            it = recvs_.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    for (auto it = sends_.begin(); it != sends_.end();) {
-        if (it->second.peer == peer) {
-            w.sends.push_back(it->second.handle);
-            it = sends_.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    take_bound_to(recvs_, peer, w.active_recvs);
+    take_bound_to(sends_, peer, w.sends);
     return w;
 }
 
@@ -235,7 +236,10 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
             decoded->payload.size() <= it->second.want_len - frag->offset)
             target = &it->second;
     }
-    if (has_crc && target == nullptr && !check_payload(*decoded)) {
+    const auto payload_intact = [&] {
+        return plugin::common::crc32c(decoded->payload) == want_crc;
+    };
+    if (has_crc && target == nullptr && !payload_intact()) {
         payload_damaged(c, known, path, gated);
         return;
     }
@@ -262,7 +266,7 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
             sink.on_frag_placed(entry.handle, *known, frag->offset, decoded->payload.size());
             return;
         }
-        if (!check_payload(*decoded)) {
+        if (!payload_intact()) {
             payload_damaged(c, known, path, gated);
             return;
         }

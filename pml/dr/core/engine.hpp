@@ -193,6 +193,8 @@ class Engine {
     // on_frame; gated false for frames the gate already admitted (parked ones).
     void dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
                   bool gated);
+    static void take_bound_to(std::unordered_map<std::uint64_t, ReqEntry>& table, PeerId peer,
+                              std::vector<Handle>& out);
     void payload_damaged(const Common& c, const PeerId* peer, std::uint64_t path, bool gated);
     void count_decode_error(const plugin::common::Error& e) noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;

@@ -345,7 +345,10 @@ Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& d) noexce
     auto ok = decode_header_into(frame, 0, d);
     if (!ok)
         return ok;
-    return check_payload(d);
+    std::uint32_t expect = 0;
+    if (payload_crc_of(d, expect) && crc32c(d.payload.data(), d.payload.size()) != expect)
+        return fail(ErrorCode::BadChecksum, "payload checksum mismatch");
+    return {};
 }
 
 bool payload_crc_of(const Decoded& d, std::uint32_t& crc) noexcept {
@@ -360,13 +363,6 @@ bool payload_crc_of(const Decoded& d, std::uint32_t& crc) noexcept {
     else
         return false;
     return true;
-}
-
-Result<void> check_payload(const Decoded& d) noexcept {
-    std::uint32_t expect = 0;
-    if (payload_crc_of(d, expect) && crc32c(d.payload.data(), d.payload.size()) != expect)
-        return fail(ErrorCode::BadChecksum, "payload checksum mismatch");
-    return {};
 }
 
 // Assigning trivially copyable headers to the variant cannot throw.

@@ -199,11 +199,9 @@ Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept;
 // NOLINTNEXTLINE(bugprone-exception-escape)
 Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& out) noexcept;
 
-// Payload checks, for callers that verify the payload apart from the header
-// (decode_into runs both): the CRC a frame declares (false: none), and the
-// check of the payload against it.
+// The payload CRC a decoded frame declares (false: none), for callers that
+// verify the payload apart from the header (decode_into checks both).
 bool payload_crc_of(const Decoded& d, std::uint32_t& crc) noexcept;
-Result<void> check_payload(const Decoded& d) noexcept;
 
 // The common header of any decoded header.
 // (std::get_if, not std::visit: nothing here may throw.)

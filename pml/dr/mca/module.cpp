@@ -64,10 +64,10 @@ void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descr
 // channel fails that path and re-drives its frames on the others.
 void btl_error(mca_btl_base_module_t* btl, int32_t, opal_proc_t* errproc, char* info) noexcept {
     Guard g;
-    plugin::common::logf(
-        *state().log, plugin::common::LogLevel::Warn, "BTL %s reported an error%s%s (peer %s)",
-        btl->btl_component->btl_version.mca_component_name, info ? ": " : "", info ? info : "",
-        errproc != nullptr ? OPAL_NAME_PRINT(errproc->proc_name) : "all");
+    plugin::common::logf(*state().log, plugin::common::LogLevel::Warn,
+                         "BTL %s reported an error%s%s (peer %s)", btl_name(btl), info ? ": " : "",
+                         info ? info : "",
+                         errproc != nullptr ? OPAL_NAME_PRINT(errproc->proc_name) : "all");
     reliability_btl_error(btl, errproc);
 }
 

@@ -21,6 +21,18 @@ namespace pml::dr::mca {
 // The one BTL tag pml dr registers; the frame type travels in our header.
 inline constexpr mca_btl_base_tag_t kBtlTag = MCA_BTL_TAG_PML + 1;
 
+// A BTL module is a channel path (core::PathId) to each peer it reaches; its
+// name for logs.
+inline std::uint64_t path_of(const mca_btl_base_module_t* btl) noexcept {
+    return reinterpret_cast<std::uint64_t>(btl);
+}
+inline mca_btl_base_module_t* btl_of(std::uint64_t path) noexcept {
+    return reinterpret_cast<mca_btl_base_module_t*>(path);
+}
+inline const char* btl_name(const mca_btl_base_module_t* btl) noexcept {
+    return btl->btl_component->btl_version.mca_component_name;
+}
+
 // Send request: Open MPI's base send request first (the MPI layer and the
 // request framework look at it), then our state. POD only: requests live in
 // an opal_free_list and are reused without C++ construction.

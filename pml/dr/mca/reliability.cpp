@@ -26,16 +26,6 @@ using plugin::common::monotonic_now;
 constexpr std::uint32_t kDesFlags =
     MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
 
-PathId path_of(const mca_btl_base_module_t* btl) noexcept {
-    return reinterpret_cast<PathId>(btl);
-}
-mca_btl_base_module_t* btl_of(PathId path) noexcept {
-    return reinterpret_cast<mca_btl_base_module_t*>(path);
-}
-const char* btl_name(const mca_btl_base_module_t* btl) noexcept {
-    return btl->btl_component->btl_version.mca_component_name;
-}
-
 struct PeerLimits {
     std::size_t max_frame = std::numeric_limits<std::size_t>::max();
     std::size_t eager = std::numeric_limits<std::size_t>::max();
@@ -142,14 +132,19 @@ bool fail_btl_hit(const mca_btl_base_module_t* btl) noexcept {
 
 constexpr std::size_t kPoolMax = 1024;
 
+// Gives back the sender's first-transmission descriptor if it never went out.
+void drop_prebuilt(StoredFrame* sf) noexcept {
+    if (sf->prebuilt != nullptr)
+        mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
+    sf->prebuilt = nullptr;
+}
+
 void destroy_if_done(StoredFrame* sf) noexcept {
     if (!sf->released || sf->holds != 0)
         return;
-    if (sf->prebuilt != nullptr)
-        mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
+    drop_prebuilt(sf);
     SendRequest* owner = sf->owner;
     const bool ok = sf->acked;
-    sf->prebuilt = nullptr;
     discard_frame(sf);
     if (owner != nullptr)
         frame_released(owner, ok);
@@ -202,10 +197,7 @@ TxResult put_on_path(StoredFrame* sf, PathId path, bool retransmit) noexcept {
     mca_btl_base_module_t* btl = btl_of(path);
     mca_bml_base_btl_t* bb = find_bml(sf->peer, btl);
     if (bb == nullptr || fail_btl_hit(btl)) {
-        if (sf->prebuilt != nullptr) {
-            mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
-            sf->prebuilt = nullptr;
-        }
+        drop_prebuilt(sf);
         local_complete(sf, path, false);
         return TxResult::Failed;
     }
@@ -471,9 +463,7 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {
     rearm();
     if (res.ok())
         return OMPI_SUCCESS;
-    if (sf->prebuilt != nullptr)
-        mca_bml_base_free(sf->prebuilt_bb, sf->prebuilt);
-    sf->prebuilt = nullptr;
+    drop_prebuilt(sf);
     discard_frame(sf);
     return res.status == core::SubmitStatus::WindowFull ? OMPI_ERR_OUT_OF_RESOURCE
                                                         : OMPI_ERR_UNREACH;

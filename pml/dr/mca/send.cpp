@@ -189,7 +189,7 @@ void schedule_frags(SendRequest* r) noexcept {
         weights[i] = path_usable(r->peer, bb->btl) ? static_cast<double>(bb->btl_weight) : 0.0;
     }
     // Frags fit every path, so any of them can carry a resend.
-    const std::size_t cap = std::min<std::size_t>(frame_cap(r->peer), SIZE_MAX);
+    const std::size_t cap = frame_cap(r->peer);
     while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
         const std::size_t path = core::pick_weighted({weights, npaths}, {r->path_bytes, npaths});
         mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, path);

@@ -13,11 +13,6 @@ namespace {
 using core::PathId;
 using core::PeerId;
 
-const char* btl_name(PathId path) noexcept {
-    return reinterpret_cast<const mca_btl_base_module_t*>(path)
-        ->btl_component->btl_version.mca_component_name;
-}
-
 // pml_dr_stats: one line per process at finalize with what the receive side
 // saw (the reliability counters join it with the reliability layer).
 void print_rx_stats() noexcept {
@@ -87,17 +82,17 @@ void print_reliability_stats() noexcept {
             if (pc == nullptr ||
                 (pc->frames_sent == 0 && pc->frames_received == 0 && pc->failures == 0))
                 continue;
-            opal_output(0,
-                        "[pml:dr] path %s -> %s over %s: sent=%llu bytes=%llu retransmits=%llu "
-                        "received=%llu bytes_received=%llu acks_sent=%llu acks_received=%llu "
-                        "ack_timeouts=%llu watchdog_timeouts=%llu local_errors=%llu redriven=%llu "
-                        "failures=%llu state=%s",
-                        OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), btl_name(path),
-                        u(pc->frames_sent), u(pc->bytes_sent), u(pc->retransmits),
-                        u(pc->frames_received), u(pc->bytes_received), u(pc->acks_sent),
-                        u(pc->acks_received), u(pc->ack_timeouts), u(pc->watchdog_timeouts),
-                        u(pc->local_errors), u(pc->redriven), u(pc->failures),
-                        std::string(core::to_string(ch->path_state(p, path))).c_str());
+            opal_output(
+                0,
+                "[pml:dr] path %s -> %s over %s: sent=%llu bytes=%llu retransmits=%llu "
+                "received=%llu bytes_received=%llu acks_sent=%llu acks_received=%llu "
+                "ack_timeouts=%llu watchdog_timeouts=%llu local_errors=%llu redriven=%llu "
+                "failures=%llu state=%s",
+                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), btl_name(btl_of(path)),
+                u(pc->frames_sent), u(pc->bytes_sent), u(pc->retransmits), u(pc->frames_received),
+                u(pc->bytes_received), u(pc->acks_sent), u(pc->acks_received), u(pc->ack_timeouts),
+                u(pc->watchdog_timeouts), u(pc->local_errors), u(pc->redriven), u(pc->failures),
+                std::string(core::to_string(ch->path_state(p, path))).c_str());
         }
     }
 }
