@@ -161,3 +161,30 @@ def test_counters_are_mpi_t_pvars(mpi):
     assert all(v.count(0) <= 1 for v in values["pml_dr_frames_sent"]), values
     assert sum(map(sum, values["pml_dr_retransmits"])) > 0, values
     assert sum(map(sum, values["pml_dr_checksum_errors"])) > 0, values
+
+
+@pytest.mark.mpi_timeout(60)
+def test_parameters_and_pvars_listed_with_help(mpi):
+    """Every reliability parameter and counter is visible in ompi_info, with help text."""
+    result = mpi.run_tool(["ompi_info", "--param", "pml", "dr", "--level", "9", "--parsable"])
+    result.check()
+    text = result.stdout
+    for name in ["csum", "ack_timeout", "ack_retries", "watchdog_timeout", "watchdog_retries",
+                 "peer_dead_timeout", "window", "unexpected_limit", "stats", "fault_drop",
+                 "fault_corrupt", "fault_dup", "fault_seed", "fault_fail_btl",
+                 "fault_fail_after"]:
+        help_line = re.search(rf"mca:pml:dr:param:pml_dr_{name}:help:(.+)", text)
+        assert help_line and help_line.group(1).strip(), f"pml_dr_{name} without help:\n{text}"
+    for name in ["frames_sent", "retransmits", "duplicates_dropped", "failovers", "paths_lost",
+                 "checksum_errors"]:
+        assert f"pml_dr_{name}" in text, f"pvar pml_dr_{name} missing:\n{text}"
+
+
+@pytest.mark.mpi_timeout(60)
+def test_self_sends_are_exempt_from_fault_injection(mpi):
+    """Frames a process sends itself never cross a network: even with every
+    arriving frame dropped, a single-rank job talking to itself completes."""
+    result = mpi.run("ring", np=1, mca=dr("self", pml_dr_fault_drop=1.0, pml_dr_ack_timeout=20,
+                                          pml_dr_ack_retries=1))
+    result.check()
+    assert "ring ok" in result.stdout, result

@@ -429,6 +429,22 @@ TEST(ChannelReceiver, AckNowIsNotCoalesced) {
     EXPECT_EQ(r.exact_deadline(), kNever);  // nothing left owed
 }
 
+TEST(ChannelReceiver, FlushAcksSendsWhatIsOwedNow) {
+    Rec out;
+    ReliableChannel r(test_params(), out);  // ack_every 4, ack_delay 100
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    r.flush_acks(0);
+    EXPECT_TRUE(out.acks.empty());  // nothing owed, nothing sent
+    EXPECT_EQ(r.on_data(kPeer, kP1, 1, 0), Verdict::Deliver);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 2, 1), Verdict::Deliver);
+    EXPECT_TRUE(out.acks.empty());  // coalescing
+    r.flush_acks(2);                // finalize: do not wait for ack_delay
+    ASSERT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(out.acks[0].ack.cum_seq, 2u);
+    EXPECT_EQ(r.exact_deadline(), kNever);
+}
+
 TEST(ChannelReceiver, IsFreshAnswersWithoutRecording) {
     Rec out;
     ReliableChannel r(test_params(), out);  // window 64
