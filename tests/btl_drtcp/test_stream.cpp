@@ -22,9 +22,11 @@ struct Rec : StreamSink {
         hellos.push_back(h);
         return accept;
     }
-    void on_frame(std::uint8_t tag, std::span<const std::uint8_t> payload) override {
+    void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) override {
         frames.emplace_back(tag, std::vector<std::uint8_t>(payload.begin(), payload.end()));
     }
+    void on_bye() override { bye = true; }
+    bool bye = false;
 };
 
 void append_hello(std::vector<std::uint8_t>& s, ProcName from) {
@@ -37,10 +39,16 @@ void append_frame(std::vector<std::uint8_t>& s, std::uint8_t tag,
                   const std::vector<std::uint8_t>& payload) {
     const std::size_t at = s.size();
     s.resize(at + kFrameHeaderSize);
-    ASSERT_TRUE(encode(FrameHeader{tag, static_cast<std::uint32_t>(payload.size())},
+    ASSERT_TRUE(encode(FrameHeader{tag, 0, static_cast<std::uint32_t>(payload.size())},
                        std::span(s).subspan(at))
                     .has_value());
     s.insert(s.end(), payload.begin(), payload.end());
+}
+
+void append_bye(std::vector<std::uint8_t>& s) {
+    const std::size_t at = s.size();
+    s.resize(at + kFrameHeaderSize);
+    ASSERT_TRUE(encode(FrameHeader{0, kFrameFlagBye, 0}, std::span(s).subspan(at)).has_value());
 }
 
 std::vector<std::uint8_t> payload(std::mt19937_64& rng, std::size_t max) {
@@ -84,11 +92,50 @@ TEST(DrtcpStream, WholeFramesWhateverTheReadSizes) {
     }
 }
 
+TEST(DrtcpStream, DirectReadsIntoTheFrameBufferMixWithFeeds) {
+    // The adapter's pattern: when a large payload is missing, read straight
+    // into direct_target(); whatever comes beyond it goes through feed().
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        std::mt19937_64 rng(seed);
+        std::vector<std::uint8_t> stream;
+        append_hello(stream, {5, 9});
+        std::vector<std::pair<std::uint8_t, std::vector<std::uint8_t>>> sent;
+        for (int i = 0; i < 60; ++i) {
+            auto p = payload(rng, i % 3 == 0 ? 100000 : 500);
+            append_frame(stream, 7, p);
+            sent.emplace_back(7, std::move(p));
+        }
+        append_bye(stream);
+        StreamDecoder d(1u << 17);
+        Rec rec;
+        std::size_t pos = 0;
+        while (pos < stream.size()) {
+            std::size_t n = std::min<std::size_t>(stream.size() - pos, 1 + rng() % 70000);
+            const auto direct = d.direct_target(1024);
+            if (!direct.empty()) {
+                const std::size_t into = std::min(n, direct.size());
+                std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(pos), into, direct.begin());
+                ASSERT_TRUE(d.commit_direct(into, rec).has_value());
+                pos += into;
+                n -= into;
+            }
+            ASSERT_TRUE(d.feed(std::span(stream).subspan(pos, n), rec).has_value());
+            pos += n;
+        }
+        EXPECT_EQ(rec.frames, sent) << "seed " << seed;
+        EXPECT_EQ(d.phase(), StreamDecoder::Phase::Bye);
+        EXPECT_TRUE(rec.bye);
+        std::vector<std::uint8_t> more{kFrameSync};
+        EXPECT_FALSE(d.feed(more, rec).has_value());  // nothing may follow BYE
+        EXPECT_FALSE(d.commit_direct(1, rec).has_value());
+    }
+}
+
 TEST(DrtcpStream, AbsurdLengthFailsWithoutHoldingIt) {
     std::vector<std::uint8_t> s;
     append_hello(s, {1, 1});
     std::array<std::uint8_t, kFrameHeaderSize> h{};
-    ASSERT_TRUE(encode(FrameHeader{1, 0xFFFFFFF0u}, h).has_value());
+    ASSERT_TRUE(encode(FrameHeader{1, 0, 0xFFFFFFF0u}, h).has_value());
     s.insert(s.end(), h.begin(), h.end());
     StreamDecoder d(65536);
     Rec rec;

@@ -82,7 +82,7 @@ TEST(DrtcpWire, HelloRejections) {
 
 TEST(DrtcpWire, FrameHeaderRoundTripAndBounds) {
     std::array<std::uint8_t, kFrameHeaderSize> b{};
-    ASSERT_TRUE(encode(FrameHeader{65, 1u << 20}, b).has_value());
+    ASSERT_TRUE(encode(FrameHeader{65, 0, 1u << 20}, b).has_value());
     auto h = decode_frame_header(b, 1u << 20);
     ASSERT_TRUE(h.has_value());
     EXPECT_EQ(h->tag, 65);
@@ -99,13 +99,28 @@ TEST(DrtcpWire, FrameHeaderRoundTripAndBounds) {
               ErrorCode::Truncated);
 }
 
+TEST(DrtcpWire, ByeFrameIsEmptyAndUntagged) {
+    std::array<std::uint8_t, kFrameHeaderSize> b{};
+    ASSERT_TRUE(encode(FrameHeader{0, kFrameFlagBye, 0}, b).has_value());
+    auto h = decode_frame_header(b, 100);
+    ASSERT_TRUE(h.has_value());
+    EXPECT_EQ(h->flags, kFrameFlagBye);
+    ASSERT_TRUE(encode(FrameHeader{0, kFrameFlagBye, 5}, b).has_value());
+    EXPECT_EQ(decode_frame_header(b, 100).error().code, ErrorCode::BadField);
+    ASSERT_TRUE(encode(FrameHeader{3, kFrameFlagBye, 0}, b).has_value());
+    EXPECT_EQ(decode_frame_header(b, 100).error().code, ErrorCode::BadField);
+    ASSERT_TRUE(encode(FrameHeader{3, 0x0100, 0}, b).has_value());
+    EXPECT_EQ(decode_frame_header(b, 100).error().code, ErrorCode::BadField);
+}
+
 TEST(DrtcpWire, SimultaneousConnectKeepsExactlyOne) {
     const ProcName names[] = {{1, 0}, {1, 1}, {1, 7}, {2, 0}, {0xFFFFFFFFu, 3}};
     for (const ProcName a : names)
         for (const ProcName b : names)
-            if (!(a == b))
+            if (!(a == b)) {
                 EXPECT_NE(keep_outgoing(a, b), keep_outgoing(b, a))
                     << a.jobid << "." << a.vpid << " vs " << b.jobid << "." << b.vpid;
+            }
 }
 
 }  // namespace

@@ -15,6 +15,9 @@ namespace {
 
 using namespace pml::dr::core;
 using namespace pml_dr_test;
+using plugin::common::FaultCounters;
+using plugin::common::FaultInjector;
+using plugin::common::FaultPlan;
 
 constexpr std::uint32_t kJob = 7;
 constexpr std::uint32_t kCid = 1;

@@ -1,6 +1,7 @@
 #include "stream.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace btl::drtcp::core {
 
@@ -16,6 +17,8 @@ std::string_view to_string(StreamDecoder::Phase p) noexcept {
             return "header";
         case StreamDecoder::Phase::Payload:
             return "payload";
+        case StreamDecoder::Phase::Bye:
+            return "bye";
         case StreamDecoder::Phase::Failed:
             return "failed";
     }
@@ -29,13 +32,19 @@ StreamDecoder::StreamDecoder(std::uint32_t max_frame, bool expect_hello)
 
 Result<void> StreamDecoder::failed(Error e) {
     phase_ = Phase::Failed;
-    held_.clear();
-    held_.shrink_to_fit();
+    filled_ = 0;
+    held_.reset();
     return fail(e);
 }
 
+void StreamDecoder::reserve_held() {
+    if (!held_)
+        held_ = std::make_unique_for_overwrite<std::uint8_t[]>(
+            std::max<std::size_t>(max_frame_, kHelloSize));
+}
+
 // A whole message of the current phase: act on it and move to the next.
-Result<void> StreamDecoder::complete(std::span<const std::uint8_t> message, StreamSink& sink) {
+Result<void> StreamDecoder::complete(std::span<std::uint8_t> message, StreamSink& sink) {
     switch (phase_) {
         case Phase::Hello: {
             auto h = decode_hello(message);
@@ -51,6 +60,12 @@ Result<void> StreamDecoder::complete(std::span<const std::uint8_t> message, Stre
             auto h = decode_frame_header(message, max_frame_);
             if (!h)
                 return failed(h.error());
+            if (h->flags == kFrameFlagBye) {
+                phase_ = Phase::Bye;
+                need_ = 0;
+                sink.on_bye();
+                return {};
+            }
             tag_ = h->tag;
             if (h->len == 0) {
                 ++frames_;
@@ -63,21 +78,30 @@ Result<void> StreamDecoder::complete(std::span<const std::uint8_t> message, Stre
         }
         case Phase::Payload:
             ++frames_;
-            sink.on_frame(tag_, message);
             phase_ = Phase::Header;
             need_ = kFrameHeaderSize;
+            sink.on_frame(tag_, message);
             return {};
+        case Phase::Bye:
         case Phase::Failed:
             break;
     }
-    return fail(ErrorCode::InvalidState, "stream already failed");
+    return fail(ErrorCode::InvalidState, "stream already closed");
 }
 
-Result<void> StreamDecoder::feed(std::span<const std::uint8_t> bytes, StreamSink& sink) {
+Result<void> StreamDecoder::complete_held(StreamSink& sink) {
+    const std::size_t n = filled_;
+    filled_ = 0;
+    return complete(std::span(held_.get(), n), sink);
+}
+
+Result<void> StreamDecoder::feed(std::span<std::uint8_t> bytes, StreamSink& sink) {
     while (!bytes.empty()) {
         if (phase_ == Phase::Failed)
             return fail(ErrorCode::InvalidState, "stream already failed");
-        if (held_.empty() && bytes.size() >= need_) {
+        if (phase_ == Phase::Bye)
+            return failed(Error(ErrorCode::BadLength, "bytes after BYE"));
+        if (filled_ == 0 && bytes.size() >= need_) {
             // The whole message is in this read: hand it out in place.
             const auto message = bytes.first(need_);
             bytes = bytes.subspan(need_);
@@ -85,19 +109,33 @@ Result<void> StreamDecoder::feed(std::span<const std::uint8_t> bytes, StreamSink
                 return ok;
             continue;
         }
-        const std::size_t take = std::min(bytes.size(), need_ - held_.size());
-        held_.insert(held_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(take));
+        reserve_held();
+        const std::size_t take = std::min(bytes.size(), need_ - filled_);
+        std::memcpy(held_.get() + filled_, bytes.data(), take);
+        filled_ += take;
         bytes = bytes.subspan(take);
-        if (held_.size() < need_)
+        if (filled_ < need_)
             return {};  // a partial read: wait for more
-        std::vector<std::uint8_t> message;
-        message.swap(held_);
-        if (auto ok = complete(message, sink); !ok)
+        if (auto ok = complete_held(sink); !ok)
             return ok;
-        message.clear();
-        held_.swap(message);  // keep the capacity for the next split message
     }
     return {};
+}
+
+std::span<std::uint8_t> StreamDecoder::direct_target(std::size_t min_direct) {
+    if (phase_ != Phase::Payload || need_ - filled_ < min_direct)
+        return {};
+    reserve_held();
+    return {held_.get() + filled_, need_ - filled_};
+}
+
+Result<void> StreamDecoder::commit_direct(std::size_t n, StreamSink& sink) {
+    if (phase_ != Phase::Payload || n > need_ - filled_)
+        return fail(ErrorCode::InvalidState, "direct read outside a payload");
+    filled_ += n;
+    if (filled_ < need_)
+        return {};
+    return complete_held(sink);
 }
 
 }  // namespace btl::drtcp::core

@@ -3,17 +3,19 @@
 // feeds it here; the decoder hands out the peer's HELLO once and then one
 // frame at a time. Partial reads are the normal case, not an error.
 //
-// Memory is bounded: at most one frame header plus max_frame bytes are held
-// (and only when a frame arrives split across reads; a frame wholly inside
-// one read is handed out in place). A length above max_frame, a bad sync
+// Memory is bounded: at most max_frame bytes are held (and only when a frame
+// arrives split across reads; a frame wholly inside one read is handed out
+// in place). For a large payload split across reads the adapter may read
+// straight into the held buffer (direct_target/commit_direct), so such a
+// payload is copied once, by the kernel. A length above max_frame, a bad sync
 // byte or a HELLO the sink refuses fails the stream for good: a byte stream
 // cannot be resynchronised, so the adapter closes the connection.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "result.hpp"
 #include "wire.hpp"
@@ -26,36 +28,47 @@ class StreamSink {
     // The peer introduced itself; false refuses it (the stream fails).
     virtual bool on_hello(const Hello& hello) = 0;
     // One frame; `payload` is valid only during the call.
-    virtual void on_frame(std::uint8_t tag, std::span<const std::uint8_t> payload) = 0;
+    virtual void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) = 0;
+    // The peer closes on purpose; nothing may follow.
+    virtual void on_bye() {}
 };
 
 class StreamDecoder {
   public:
-    enum class Phase : std::uint8_t { Hello, Header, Payload, Failed };
+    enum class Phase : std::uint8_t { Hello, Header, Payload, Bye, Failed };
 
     // expect_hello: the stream starts with the peer's HELLO.
     explicit StreamDecoder(std::uint32_t max_frame, bool expect_hello = true);
 
     // Consumes all of `bytes`, calling the sink for every complete message.
     // After an error the decoder is Failed and consumes nothing more.
-    Result<void> feed(std::span<const std::uint8_t> bytes, StreamSink& sink);
+    Result<void> feed(std::span<std::uint8_t> bytes, StreamSink& sink);
+
+    // Where the adapter may read the rest of a payload of at least
+    // `min_direct` missing bytes straight into; empty otherwise.
+    std::span<std::uint8_t> direct_target(std::size_t min_direct);
+    // `n` bytes were read into direct_target(); completes the frame when whole.
+    Result<void> commit_direct(std::size_t n, StreamSink& sink);
 
     [[nodiscard]] Phase phase() const noexcept { return phase_; }
     // Bytes still missing from the message being assembled.
-    [[nodiscard]] std::size_t want() const noexcept { return need_ - held_.size(); }
+    [[nodiscard]] std::size_t want() const noexcept { return need_ - filled_; }
     // Bytes held for a message that arrived in pieces.
-    [[nodiscard]] std::size_t held() const noexcept { return held_.size(); }
+    [[nodiscard]] std::size_t held() const noexcept { return filled_; }
     [[nodiscard]] std::uint64_t frames() const noexcept { return frames_; }
 
   private:
-    Result<void> complete(std::span<const std::uint8_t> message, StreamSink& sink);
+    Result<void> complete(std::span<std::uint8_t> message, StreamSink& sink);
+    Result<void> complete_held(StreamSink& sink);
     Result<void> failed(plugin::common::Error e);
+    void reserve_held();
 
     std::uint32_t max_frame_;
     Phase phase_;
-    std::size_t need_;                // size of the message being assembled
-    std::vector<std::uint8_t> held_;  // its bytes so far (only when split)
-    std::uint8_t tag_ = 0;            // of the frame whose payload is expected
+    std::size_t need_;                  // size of the message being assembled
+    std::size_t filled_ = 0;            // its bytes so far (only when split)
+    std::unique_ptr<std::uint8_t[]> held_;  // max(max_frame, HELLO) bytes, on first split
+    std::uint8_t tag_ = 0;              // of the frame whose payload is expected
     std::uint64_t frames_ = 0;
 };
 

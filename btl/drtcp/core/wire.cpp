@@ -32,7 +32,7 @@ Result<std::size_t> encode(const FrameHeader& h, std::span<std::uint8_t> out) no
     ByteWriter w(out.first(kFrameHeaderSize));
     w.u8(kFrameSync);
     w.u8(h.tag);
-    w.u16(0);
+    w.u16(h.flags);
     w.u32(h.len);
     return w.finish();
 }
@@ -72,11 +72,14 @@ Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> bytes,
         return fail(ErrorCode::BadType, "frame sync byte missing: stream out of step");
     FrameHeader h;
     h.tag = r.u8();
-    if (r.u16() != 0)
-        return fail(ErrorCode::BadField, "frame flags set");
+    h.flags = r.u16();
     h.len = r.u32();
     if (!r.ok())
         return fail(r.error());
+    if ((h.flags & ~kFrameFlagBye) != 0)
+        return fail(ErrorCode::BadField, "unknown frame flags");
+    if (h.flags == kFrameFlagBye && (h.len != 0 || h.tag != 0))
+        return fail(ErrorCode::BadField, "BYE frame with a tag or payload");
     if (h.len > max_frame)
         return fail(ErrorCode::BadLength, "frame longer than max_frame");
     return h;

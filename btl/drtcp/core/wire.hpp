@@ -26,11 +26,14 @@
 // a process the receiver does not expect, closes the connection (counted).
 //
 // FRAME header (8 bytes) in front of every BTL segment:
-//   | sync 0xD7 (u8) | tag (u8: the BTL tag) | flags (u16, zero) | len (u32) |
-// `len` bytes of payload follow. A bad sync byte, nonzero flags or a length
-// above the receiver's max_frame is a protocol error: the stream cannot be
-// resynchronised, the connection is closed. The payload is the PML's
-// business (pml dr checksums it); drtcp guarantees only the framing.
+//   | sync 0xD7 (u8) | tag (u8: the BTL tag) | flags (u16) | len (u32) |
+// `len` bytes of payload follow. Flags: 0 for data; kFrameFlagBye (with tag
+// 0 and len 0) says the sender closes the connection on purpose (it is
+// finalizing), so the receiver does not report a lost link. A bad sync byte,
+// an unknown flag, a BYE with a payload or a length above the receiver's
+// max_frame is a protocol error: the stream cannot be resynchronised, the
+// connection is closed. The payload is the PML's business (pml dr checksums
+// it); drtcp guarantees only the framing.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +50,7 @@ inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kHelloSize = 32;
 inline constexpr std::uint8_t kFrameSync = 0xD7;
 inline constexpr std::size_t kFrameHeaderSize = 8;
+inline constexpr std::uint16_t kFrameFlagBye = 0x0001;
 
 struct ProcName {
     std::uint32_t jobid = 0;
@@ -62,6 +66,7 @@ struct Hello {
 
 struct FrameHeader {
     std::uint8_t tag = 0;
+    std::uint16_t flags = 0;  // 0 or kFrameFlagBye
     std::uint32_t len = 0;
 };
 

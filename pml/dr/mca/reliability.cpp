@@ -65,7 +65,7 @@ struct Reliability {
     std::atomic<Micros> deadline{kNever};  // read by progress() without the lock
     Micros now = 0;                        // time of the current entry
     std::vector<PeerLimits> limits;
-    core::FaultInjector faults;
+    plugin::common::FaultInjector faults;
     // fault_fail_btl: frames this process sent over that BTL, and whether it died.
     std::uint64_t fail_btl_frames = 0;
     bool fail_btl_dead = false;
@@ -418,7 +418,7 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
     g_rel.channel = std::make_unique<core::ReliableChannel>(params, g_rel.glue, log);
     // Each process draws its own faults; the seed keeps a run reproducible.
     g_rel.faults =
-        core::FaultInjector(config.fault_drop, config.fault_corrupt, config.fault_dup,
+        plugin::common::FaultInjector(config.fault_drop, config.fault_corrupt, config.fault_dup,
                             config.fault_seed * 0x100000001B3ull + OMPI_PROC_MY_NAME->vpid);
     g_rel.timer.init([](Micros now) {
         Guard g;
@@ -504,7 +504,7 @@ void reliability_on_frame(mca_btl_base_module_t* btl,
         rearm();
         return;
     }
-    const core::FaultPlan plan = g_rel.faults.next(frame.size());
+    const plugin::common::FaultPlan plan = g_rel.faults.next(frame.size());
     if (plan.drop)
         return;
     if (plan.corrupt) {

@@ -84,7 +84,7 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
 // The channel and counters, for statistics and MPI_T (nullptr before init).
 const core::ReliableChannel* channel() noexcept;
 struct ReliabilityStats {
-    core::FaultCounters faults;
+    plugin::common::FaultCounters faults;
     std::uint64_t acks_dropped = 0;      // ACK/NACK frames that found no path or descriptor
     std::uint64_t frames_killed_rx = 0;  // arrived on a BTL pml_dr_fault_fail_btl killed
 };

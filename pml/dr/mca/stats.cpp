@@ -45,7 +45,7 @@ void print_reliability_stats() noexcept {
     if (!s.config.stats || ch == nullptr)
         return;
     const ReliabilityStats rs = reliability_stats();
-    const core::FaultCounters& f = rs.faults;
+    const plugin::common::FaultCounters& f = rs.faults;
     opal_output(0,
                 "[pml:dr] faults %s: injected_drops=%llu injected_corruptions=%llu "
                 "injected_duplicates=%llu acks_dropped=%llu killed_btl_frames=%llu",

@@ -1,4 +1,4 @@
-// Receive-side fault injection for testing (pml_dr_fault_*): decides for
+// Receive-side fault injection for testing (pml_dr_fault_*, btl_drtcp_fault_*): decides for
 // each arriving frame whether it is dropped, gets one bit flipped, or is
 // delivered twice. Deterministic for a seed, so a failing run can be replayed.
 // Sans I/O: the glue applies the plan to the bytes it holds.
@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace pml::dr::core {
+namespace plugin::common {
 
 struct FaultPlan {
     bool drop = false;
@@ -45,4 +45,4 @@ class FaultInjector {
     FaultCounters counters_;
 };
 
-}  // namespace pml::dr::core
+}  // namespace plugin::common

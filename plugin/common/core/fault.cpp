@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace pml::dr::core {
+namespace plugin::common {
 
 namespace {
 double clamp01(double p) noexcept {
@@ -47,4 +47,4 @@ FaultPlan FaultInjector::next(std::size_t frame_len) noexcept {
     return plan;
 }
 
-}  // namespace pml::dr::core
+}  // namespace plugin::common

@@ -1,0 +1,338 @@
+// drtcp transport: modules, endpoints, send path, connection setup, shutdown.
+// The event side (progress, reads, accepts, timers) is in transport_io.cpp.
+#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+
+#include "transport_internal.hpp"
+
+namespace btl::drtcp::adapter {
+
+using plugin::common::ErrorCode;
+using plugin::common::fail;
+using plugin::common::LogLevel;
+using plugin::common::logf;
+using plugin::common::Micros;
+
+Micros monotonic_micros() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return Micros{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
+}
+
+Transport::Transport(const core::Config& config, core::ProcName self, std::uint32_t max_frame,
+                     plugin::common::LogSink& log)
+    : config_(config),
+      self_(self),
+      max_frame_(max_frame),
+      log_(&log),
+      sockopts_{config.sndbuf, config.rcvbuf, config.nodelay, config.user_timeout_ms},
+      epfd_(::epoll_create1(EPOLL_CLOEXEC)),
+      faults_(config.fault_drop, config.fault_corrupt, 0.0, config.fault_seed),
+      scratch_(kScratchBytes) {}
+
+Transport::~Transport() {
+    for (auto* list : {&listeners_, &conns_, &graveyard_})
+        for (auto& c : *list)
+            if (!c->closed && c->fd >= 0)
+                ::close(c->fd);
+    if (epfd_ >= 0)
+        ::close(epfd_);
+}
+
+void* Transport::user_of(const Endpoint* ep) noexcept { return ep->user; }
+core::EpState Transport::state_of(const Endpoint* ep) noexcept { return ep->fsm.state(); }
+
+Result<void> Transport::ensure_listener(std::uint8_t family) {
+    const int slot = family == 4 ? 0 : 1;
+    if (listen_port_[slot] != 0)
+        return {};
+    if (epfd_ < 0)
+        return fail(ErrorCode::NoResources, "epoll_create1 failed");
+    std::uint16_t port = 0;
+    auto fd = family == 4 ? listen_on(4, config_.port_min_v4, config_.port_range_v4, sockopts_, &port)
+                          : listen_on(6, config_.port_min_v6, config_.port_range_v6, sockopts_, &port);
+    if (!fd)
+        return fail(fd.error());
+    listeners_.push_back(std::make_unique<Conn>(Conn::Kind::Listener, *fd, max_frame_));
+    watch(listeners_.back().get(), EPOLLIN);
+    listen_port_[slot] = port;
+    logf(*log_, LogLevel::Info, "listening on IPv%u port %u", family, port);
+    return {};
+}
+
+Result<int> Transport::add_module(const core::LocalIf& local, std::uint16_t link, void* user) {
+    std::lock_guard lock(io_);
+    if (auto ok = ensure_listener(local.addr.family); !ok)
+        return fail(ok.error());
+    Module m;
+    m.local = local;
+    m.link = link;
+    m.user = user;
+    modules_.push_back(std::move(m));
+    return static_cast<int>(modules_.size() - 1);
+}
+
+std::vector<core::PublishedAddr> Transport::published() const {
+    std::lock_guard lock(io_);
+    std::vector<core::PublishedAddr> out;
+    for (const Module& m : modules_) {
+        auto same = std::find_if(out.begin(), out.end(),
+                                 [&](const core::PublishedAddr& p) { return p.addr == m.local.addr; });
+        if (same != out.end()) {
+            same->links = static_cast<std::uint16_t>(std::max<int>(same->links, m.link + 1));
+            continue;
+        }
+        out.push_back({m.local.addr, m.local.prefix, listen_port_[m.local.addr.family == 4 ? 0 : 1],
+                       static_cast<std::uint16_t>(m.link + 1)});
+    }
+    return out;
+}
+
+Endpoint* Transport::add_endpoint(int module, core::ProcName remote,
+                                  const core::PublishedAddr& addr, void* user) {
+    std::lock_guard lock(io_);
+    Module& m = modules_.at(static_cast<std::size_t>(module));
+    if (auto it = m.peers.find(key_of(remote)); it != m.peers.end())
+        return it->second;
+    endpoints_.push_back(std::make_unique<Endpoint>(module, remote, to_sockaddr(addr.addr, addr.port),
+                                                    user, config_.connect, self_, *log_));
+    Endpoint* ep = endpoints_.back().get();
+    m.peers.emplace(key_of(remote), ep);
+    return ep;
+}
+
+bool Transport::accepting(const Endpoint* ep) const {
+    std::lock_guard lock(io_);
+    return ep->fsm.usable() && !modules_[static_cast<std::size_t>(ep->module)].dead &&
+           ep->queue.size() < config_.sendq_frames;
+}
+
+void Transport::watch(Conn* c, std::uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = c;
+    const int op = c->interest == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    if (::epoll_ctl(epfd_, op, c->fd, &ev) == 0)
+        c->interest = events;
+}
+
+void Transport::close_conn(Conn* c) {
+    if (c == nullptr || c->closed)
+        return;
+    c->closed = true;
+    (void)::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    if (c->ep != nullptr) {
+        if (c->ep->active == c) {
+            c->ep->active = nullptr;
+            c->ep->write_armed = false;
+        }
+        if (c->ep->outgoing == c)
+            c->ep->outgoing = nullptr;
+    }
+    auto it = std::find_if(conns_.begin(), conns_.end(), [&](const auto& p) { return p.get() == c; });
+    if (it != conns_.end()) {
+        graveyard_.push_back(std::move(*it));
+        conns_.erase(it);
+    }
+}
+
+bool Transport::write_hello(Conn* c, std::uint16_t link) {
+    std::uint8_t buf[core::kHelloSize];
+    core::Hello h{self_, link, static_cast<std::uint64_t>(monotonic_micros())};
+    if (!core::encode(h, buf))
+        return false;
+    // A fresh socket's buffer is empty: 32 bytes go in one call or the socket is dead.
+    return ::send(c->fd, buf, sizeof buf, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof buf);
+}
+
+void Transport::start_connect_locked(Endpoint* ep) {
+    close_conn(ep->outgoing);
+    const Module& m = modules_[static_cast<std::size_t>(ep->module)];
+    ++counters_.connects;
+    timers_ = true;
+    auto fd = start_connect(m.local.addr, ep->raddr, sockopts_);
+    if (!fd) {
+        logf(*log_, LogLevel::Debug, "connect to %u.%u failed at once", ep->remote.jobid,
+             ep->remote.vpid);
+        if (ep->fsm.on_outgoing_lost(monotonic_micros()) == core::EndpointFsm::Action::Fail)
+            broken_.push_back(ep);
+        return;
+    }
+    conns_.push_back(std::make_unique<Conn>(Conn::Kind::Outgoing, *fd, max_frame_));
+    Conn* c = conns_.back().get();
+    c->ep = ep;
+    c->connecting = true;
+    ep->outgoing = c;
+    watch(c, EPOLLOUT);
+}
+
+void Transport::set_writable_interest(Endpoint* ep, bool want) {
+    if (ep->active == nullptr || ep->write_armed == want)
+        return;
+    watch(ep->active, EPOLLIN | (want ? EPOLLOUT : 0u));
+    ep->write_armed = want;
+}
+
+void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
+    Conn* c = ep->active;
+    if (c == nullptr)
+        return;
+    core::ByteRange ranges[64];
+    iovec iov[64];
+    while (!ep->queue.empty()) {
+        const std::size_t n = ep->queue.gather(ranges);
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            iov[i].iov_base = const_cast<std::uint8_t*>(ranges[i].base);
+            iov[i].iov_len = ranges[i].len;
+            total += ranges[i].len;
+        }
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = n;
+        const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                broken_.push_back(ep);  // progress() closes it and reports
+            break;
+        }
+        counters_.bytes_sent += static_cast<std::uint64_t>(w);
+        ep->queue.advance(static_cast<std::size_t>(w), done);
+        if (static_cast<std::size_t>(w) < total)
+            break;  // the socket buffer is full
+    }
+    set_writable_interest(ep, !ep->queue.empty());
+}
+
+SendResult Transport::send(Endpoint* ep, const core::SendQueue::Frame& frame) {
+    std::vector<void*> done;
+    std::lock_guard lock(io_);
+    Module& m = modules_[static_cast<std::size_t>(ep->module)];
+    if (m.dead || m.dying || !ep->fsm.usable())
+        return SendResult::Unreachable;
+    if (config_.fault_fail_after != 0 && ++m.sent > config_.fault_fail_after) {
+        logf(*log_, LogLevel::Warn, "fault injection: module %s link %u dies after %llu frames",
+             m.local.name.c_str(), m.link, static_cast<unsigned long long>(config_.fault_fail_after));
+        m.dying = true;
+        dying_ = true;
+        return SendResult::Unreachable;
+    }
+    const bool was_idle = ep->queue.empty();
+    if (!ep->queue.push(frame))
+        return SendResult::Unreachable;  // malformed frame: a glue bug, refuse it
+    ++counters_.frames_sent;
+    if (ep->fsm.connected()) {
+        if (was_idle) {
+            done.reserve(1);
+            flush_locked(ep, done);
+            if (!done.empty())
+                return SendResult::Done;  // the queue was empty: only this frame
+        }
+        return SendResult::Queued;
+    }
+    if (ep->fsm.on_send(monotonic_micros()) == core::EndpointFsm::Action::Connect)
+        start_connect_locked(ep);
+    return SendResult::Queued;
+}
+
+void Transport::fail_endpoint_locked(Endpoint* ep, core::EndpointFsm::Action action,
+                                     std::vector<void*>& errored, std::vector<Endpoint*>& report) {
+    close_conn(ep->active);
+    close_conn(ep->outgoing);
+    ep->queue.drain(errored);
+    if (action == core::EndpointFsm::Action::Fail && !ep->reported) {
+        ep->reported = true;
+        ++counters_.endpoint_failures;
+        report.push_back(ep);
+    }
+}
+
+void Transport::finish(TransportEvents& events, std::vector<void*>& done,
+                       std::vector<void*>& errored, std::vector<Endpoint*>& report) {
+    for (void* cookie : done)
+        events.on_sent(cookie, true);
+    for (void* cookie : errored)
+        events.on_sent(cookie, false);
+    for (Endpoint* ep : report)
+        events.on_endpoint_failed(ep->user, modules_[static_cast<std::size_t>(ep->module)].user);
+    done.clear();
+    errored.clear();
+    report.clear();
+}
+
+void Transport::say_bye_and_close(Endpoint* ep, std::vector<void*>& done,
+                                  std::vector<void*>& errored) {
+    Conn* c = ep->active;
+    if (c != nullptr && ep->fsm.connected()) {
+        // Give what is queued a bounded chance to leave, then say BYE.
+        const Micros until = monotonic_micros() + 2 * plugin::common::kSeconds;
+        while (!ep->queue.empty() && ep->active != nullptr && monotonic_micros() < until) {
+            flush_locked(ep, done);
+            pollfd p{c->fd, POLLOUT, 0};
+            (void)::poll(&p, 1, 10);
+        }
+        std::uint8_t bye[core::kFrameHeaderSize];
+        if (ep->active != nullptr && core::encode(core::FrameHeader{0, core::kFrameFlagBye, 0}, bye)) {
+            (void)::send(c->fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ::shutdown(c->fd, SHUT_WR);
+        }
+    }
+    (void)ep->fsm.on_connection_lost(/*graceful=*/true);
+    close_conn(ep->active);
+    close_conn(ep->outgoing);
+    ep->queue.drain(errored);
+}
+
+void Transport::remove_endpoint(Endpoint* ep, TransportEvents& events) {
+    std::vector<void*> done;
+    std::vector<void*> errored;
+    std::vector<Endpoint*> none;
+    {
+        std::lock_guard lock(io_);
+        say_bye_and_close(ep, done, errored);
+        broken_.erase(std::remove(broken_.begin(), broken_.end(), ep), broken_.end());
+        modules_[static_cast<std::size_t>(ep->module)].peers.erase(key_of(ep->remote));
+        auto it = std::find_if(endpoints_.begin(), endpoints_.end(),
+                               [&](const auto& p) { return p.get() == ep; });
+        if (it != endpoints_.end())
+            endpoints_.erase(it);
+    }
+    finish(events, done, errored, none);
+}
+
+void Transport::kill_module(int module) {
+    std::lock_guard lock(io_);
+    modules_.at(static_cast<std::size_t>(module)).dying = true;
+    dying_ = true;
+}
+
+bool Transport::module_dead(int module) const {
+    std::lock_guard lock(io_);
+    const Module& m = modules_.at(static_cast<std::size_t>(module));
+    return m.dead || m.dying;
+}
+
+void Transport::shutdown(TransportEvents& events) {
+    std::vector<void*> done;
+    std::vector<void*> errored;
+    std::vector<Endpoint*> none;
+    {
+        std::lock_guard lock(io_);
+        for (auto& ep : endpoints_)
+            say_bye_and_close(ep.get(), done, errored);
+        for (auto& l : listeners_)
+            close_conn(l.get());
+        broken_.clear();
+    }
+    finish(events, done, errored, none);
+}
+
+}  // namespace btl::drtcp::adapter

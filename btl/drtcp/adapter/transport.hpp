@@ -1,0 +1,163 @@
+// btl drtcp transport: the sockets of one process (POSIX + epoll; no Open
+// MPI). It owns the listeners, the connections and the endpoints, drives
+// each endpoint's core::EndpointFsm, writes the core::SendQueue with
+// writev() and feeds reads to core::StreamDecoder. The MCA glue sees
+// modules, endpoints, send() and progress(), and gets frames, send
+// completions and endpoint failures back through TransportEvents.
+//
+// Threads: send() may run on any thread; progress() runs on one thread at a
+// time (others return at once). Events are delivered from progress() with no
+// transport lock held, so the PML may call send() from inside them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "addr.hpp"
+#include "config.hpp"
+#include "endpoint.hpp"
+#include "fault.hpp"
+#include "log.hpp"
+#include "send_queue.hpp"
+#include "sockets.hpp"
+#include "stream.hpp"
+
+namespace btl::drtcp::adapter {
+
+struct Conn;
+struct Endpoint;
+
+struct TransportCounters {
+    std::uint64_t frames_sent = 0;
+    std::uint64_t frames_received = 0;
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t bytes_received = 0;
+    std::uint64_t connects = 0;        // outgoing connections attempted
+    std::uint64_t accepts = 0;         // incoming connections accepted by the kernel
+    std::uint64_t refused = 0;         // incoming with a bad or unexpected HELLO, or silent
+    std::uint64_t duplicates = 0;      // simultaneous connects resolved by closing one
+    std::uint64_t protocol_errors = 0; // malformed stream on an identified connection
+    std::uint64_t endpoint_failures = 0;
+    std::uint64_t fault_dropped = 0;
+    std::uint64_t fault_corrupted = 0;
+};
+
+class TransportEvents {
+  public:
+    virtual ~TransportEvents() = default;
+    // A frame for the module registered with `module_user`; `payload` is
+    // valid during the call only.
+    virtual void on_frame(void* module_user, std::uint8_t tag, std::span<std::uint8_t> payload) = 0;
+    // A frame queued by send() left (ok) or never will (the endpoint died).
+    virtual void on_sent(void* cookie, bool ok) = 0;
+    // The endpoint broke (not a graceful BYE): report it to the PML.
+    virtual void on_endpoint_failed(void* endpoint_user, void* module_user) = 0;
+};
+
+enum class SendResult : std::uint8_t { Done, Queued, Unreachable };
+
+class Transport {
+  public:
+    Transport(const core::Config& config, core::ProcName self, std::uint32_t max_frame,
+              plugin::common::LogSink& log);
+    ~Transport();
+    Transport(const Transport&) = delete;
+    Transport& operator=(const Transport&) = delete;
+
+    // One module per (local address, link). Listeners open on first use.
+    Result<int> add_module(const core::LocalIf& local, std::uint16_t link, void* user);
+    [[nodiscard]] std::size_t modules() const noexcept { return modules_.size(); }
+    // What this process publishes: one entry per local address (with the
+    // number of links) and the listener's port of its family.
+    [[nodiscard]] std::vector<core::PublishedAddr> published() const;
+
+    Endpoint* add_endpoint(int module, core::ProcName remote, const core::PublishedAddr& addr,
+                           void* user);
+    // Says BYE, flushes what is queued (bounded wait), closes. The endpoint
+    // is freed; queued frames that could not leave complete in error.
+    void remove_endpoint(Endpoint* ep, TransportEvents& events);
+
+    // False when the endpoint is dead or its queue is at the limit (back-pressure).
+    bool accepting(const Endpoint* ep) const;
+    // Queues one frame (cookie + ranges, the drtcp header first) and writes
+    // at once when the connection is up and idle. Done: every byte is with
+    // the kernel and no on_sent will follow.
+    SendResult send(Endpoint* ep, const core::SendQueue::Frame& frame);
+
+    int progress(TransportEvents& events);
+
+    // Fault injection: the module dies as if its network were gone: every
+    // connection closes without BYE, its endpoints fail, peers see a reset.
+    void kill_module(int module);
+    [[nodiscard]] bool module_dead(int module) const;
+
+    // Finalize: BYE on every connection, then close everything.
+    void shutdown(TransportEvents& events);
+
+    [[nodiscard]] const TransportCounters& counters() const noexcept { return counters_; }
+    [[nodiscard]] static void* user_of(const Endpoint* ep) noexcept;
+    [[nodiscard]] static core::EpState state_of(const Endpoint* ep) noexcept;
+
+  private:
+    struct Module {
+        core::LocalIf local;
+        std::uint16_t link = 0;
+        void* user = nullptr;
+        bool dead = false;
+        bool dying = false;  // kill_module() asked; progress() tears it down
+        std::uint64_t sent = 0;  // frames accepted (fault_fail_after counts them)
+        std::unordered_map<std::uint64_t, Endpoint*> peers;  // by ProcName
+    };
+    class ReadSink;
+
+    Result<void> ensure_listener(std::uint8_t family);
+    void watch(Conn* c, std::uint32_t events);
+    void close_conn(Conn* c);  // deferred free
+    void start_connect_locked(Endpoint* ep);
+    bool write_hello(Conn* c, std::uint16_t link);
+    void flush_locked(Endpoint* ep, std::vector<void*>& done);
+    void set_writable_interest(Endpoint* ep, bool want);
+    void fail_endpoint_locked(Endpoint* ep, core::EndpointFsm::Action action,
+                              std::vector<void*>& errored, std::vector<Endpoint*>& report);
+    void handle_accept(Conn* listener);
+    void handle_readable(Conn* c, TransportEvents& events);
+    void handle_writable(Conn* c, TransportEvents& events);
+    void handle_conn_down(Conn* c, TransportEvents& events, bool graceful);
+    bool on_hello(Conn* c, const core::Hello& h);
+    void run_timers(TransportEvents& events);
+    // Delivers collected outcomes with no lock held, and clears the lists.
+    void finish(TransportEvents& events, std::vector<void*>& done, std::vector<void*>& errored,
+                std::vector<Endpoint*>& report);
+    void say_bye_and_close(Endpoint* ep, std::vector<void*>& done, std::vector<void*>& errored);
+
+    core::Config config_;
+    core::ProcName self_;
+    std::uint32_t max_frame_;
+    plugin::common::LogSink* log_;
+    SocketOptions sockopts_;
+    int epfd_ = -1;
+    std::vector<std::unique_ptr<Conn>> listeners_;
+    std::uint16_t listen_port_[2] = {0, 0};  // v4, v6
+    std::vector<Module> modules_;
+    std::vector<std::unique_ptr<Endpoint>> endpoints_;
+    std::vector<std::unique_ptr<Conn>> conns_;  // live connections (owned)
+    std::vector<std::unique_ptr<Conn>> graveyard_;  // closed, freed after the event batch
+    std::vector<Endpoint*> broken_;  // a send hit a dead socket: progress() handles it
+    // Outcomes collected by the progress thread while reading (e.g. a HELLO
+    // that let queued frames leave), delivered once the read is over.
+    std::vector<void*> p_done_;
+    std::vector<void*> p_errored_;
+    std::vector<Endpoint*> p_report_;
+    bool timers_ = false;            // some endpoint or connection has a deadline
+    bool dying_ = false;             // some module was killed
+    plugin::common::FaultInjector faults_;
+    std::vector<std::uint8_t> scratch_;  // read buffer
+    TransportCounters counters_;
+    mutable std::mutex io_;          // endpoints, queues, connection table, epoll set
+    std::mutex progress_;            // one progress() at a time
+};
+
+}  // namespace btl::drtcp::adapter

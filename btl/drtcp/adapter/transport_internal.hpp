@@ -1,0 +1,55 @@
+// Private state of the drtcp transport, shared by its two source files.
+#pragma once
+#include <cstdint>
+
+#include "transport.hpp"
+
+namespace btl::drtcp::adapter {
+
+struct Conn {
+    enum class Kind : std::uint8_t { Listener, Outgoing, Incoming };
+    Conn(Kind k, int f, std::uint32_t max_frame)
+        : kind(k), fd(f), decoder(max_frame, /*expect_hello=*/true) {}
+    Kind kind;
+    int fd;
+    core::StreamDecoder decoder;
+    Endpoint* ep = nullptr;     // outgoing: from the start; incoming: once adopted
+    bool connecting = false;    // outgoing, TCP handshake not finished
+    bool identified = false;    // HELLO exchanged: carries frames of `ep`
+    bool closed = false;        // in the graveyard; ignore further events
+    bool refused_duplicate = false;
+    core::IpAddr local;         // incoming: the address it arrived on
+    plugin::common::Micros deadline = plugin::common::kNever;  // incoming: HELLO due by
+    std::uint32_t interest = 0;
+};
+
+struct Endpoint {
+    Endpoint(int m, core::ProcName r, const SockAddr& a, void* u, core::ConnectPolicy policy,
+             core::ProcName self, plugin::common::LogSink& log)
+        : module(m), remote(r), raddr(a), user(u), fsm(self, r, policy, log) {}
+    int module;
+    core::ProcName remote;
+    SockAddr raddr;
+    void* user;
+    core::EndpointFsm fsm;
+    core::SendQueue queue;
+    Conn* active = nullptr;    // the connection frames travel on
+    Conn* outgoing = nullptr;  // our connect attempt in progress
+    bool write_armed = false;  // EPOLLOUT requested on `active`
+    bool reported = false;     // its failure went to the PML already
+    std::uint64_t sent = 0;    // frames accepted by send()
+};
+
+inline std::uint64_t key_of(core::ProcName n) noexcept {
+    return (std::uint64_t{n.jobid} << 32) | n.vpid;
+}
+
+plugin::common::Micros monotonic_micros() noexcept;
+
+// Bytes of the scratch read buffer, and the smallest payload remainder read
+// straight into the decoder's frame buffer.
+inline constexpr std::size_t kScratchBytes = 64 * 1024;
+inline constexpr std::size_t kDirectMin = 16 * 1024;
+inline constexpr unsigned kMaxUnidentified = 64;
+
+}  // namespace btl::drtcp::adapter

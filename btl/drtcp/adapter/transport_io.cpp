@@ -1,0 +1,319 @@
+// drtcp transport, event side: progress() polls epoll and dispatches
+// accepts, reads (stream decoding, HELLO handling, fault injection, frame
+// delivery), writes (queued frames, connect completion) and timers.
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "transport_internal.hpp"
+
+namespace btl::drtcp::adapter {
+
+using plugin::common::kNever;
+using plugin::common::LogLevel;
+using plugin::common::logf;
+using plugin::common::Micros;
+using Action = core::EndpointFsm::Action;
+
+class Transport::ReadSink final : public core::StreamSink {
+  public:
+    ReadSink(Transport& t, Conn* c, TransportEvents& ev) : t_(t), c_(c), ev_(ev) {}
+    bool on_hello(const core::Hello& h) override { return t_.on_hello(c_, h); }
+    void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) override {
+        ++t_.counters_.frames_received;
+        ++delivered;
+        void* module_user = t_.modules_[static_cast<std::size_t>(c_->ep->module)].user;
+        if (t_.faults_.enabled()) {
+            const plugin::common::FaultPlan plan = t_.faults_.next(payload.size());
+            if (plan.drop) {
+                ++t_.counters_.fault_dropped;
+                return;
+            }
+            if (plan.corrupt) {
+                ++t_.counters_.fault_corrupted;
+                payload[plan.byte] ^= plan.mask;
+            }
+        }
+        ev_.on_frame(module_user, tag, payload);
+    }
+    void on_bye() override { bye = true; }
+
+    bool bye = false;
+    int delivered = 0;
+
+  private:
+    Transport& t_;
+    Conn* c_;
+    TransportEvents& ev_;
+};
+
+int Transport::progress(TransportEvents& events) {
+    std::unique_lock busy(progress_, std::try_to_lock);
+    if (!busy.owns_lock())
+        return 0;
+    epoll_event evs[32];
+    const int n = ::epoll_wait(epfd_, evs, 32, 0);
+    int count = 0;
+    for (int i = 0; i < n; ++i) {
+        auto* c = static_cast<Conn*>(evs[i].data.ptr);
+        if (c->closed)
+            continue;
+        if (c->kind == Conn::Kind::Listener) {
+            handle_accept(c);
+            continue;
+        }
+        const std::uint32_t e = evs[i].events;
+        if ((e & EPOLLOUT) != 0 && !c->closed)
+            handle_writable(c, events);
+        if ((e & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0 && !c->closed)
+            handle_readable(c, events);
+        ++count;
+    }
+    if (timers_ || dying_ || !broken_.empty())
+        run_timers(events);
+    if (!graveyard_.empty()) {
+        std::lock_guard lock(io_);
+        graveyard_.clear();
+    }
+    return count;
+}
+
+void Transport::handle_accept(Conn* listener) {
+    for (;;) {
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        const int fd = ::accept4(listener->fd, reinterpret_cast<sockaddr*>(&peer), &len,
+                                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;  // EAGAIN, or an aborted connection: nothing to do
+        ++counters_.accepts;
+        std::lock_guard lock(io_);
+        const auto unidentified = std::count_if(conns_.begin(), conns_.end(), [](const auto& c) {
+            return c->kind == Conn::Kind::Incoming && !c->identified;
+        });
+        if (unidentified >= kMaxUnidentified) {
+            ++counters_.refused;
+            ::close(fd);
+            continue;
+        }
+        apply_options(fd, sockopts_);
+        sockaddr_storage local{};
+        socklen_t llen = sizeof local;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen);
+        conns_.push_back(std::make_unique<Conn>(Conn::Kind::Incoming, fd, max_frame_));
+        Conn* c = conns_.back().get();
+        c->local = from_sockaddr(local);
+        // A caller that never says HELLO is dropped after one connect timeout.
+        c->deadline = monotonic_micros() + config_.connect.connect_timeout;
+        timers_ = true;
+        watch(c, EPOLLIN);
+    }
+}
+
+bool Transport::on_hello(Conn* c, const core::Hello& h) {
+    std::lock_guard lock(io_);
+    if (c->kind == Conn::Kind::Outgoing) {
+        Endpoint* ep = c->ep;
+        const Module& m = modules_[static_cast<std::size_t>(ep->module)];
+        if (ep->outgoing != c || !(h.from == ep->remote) || h.link != m.link) {
+            ++counters_.protocol_errors;
+            logf(*log_, LogLevel::Warn, "HELLO reply names %u.%u link %u, expected %u.%u link %u",
+                 h.from.jobid, h.from.vpid, h.link, ep->remote.jobid, ep->remote.vpid, m.link);
+            return false;
+        }
+        ep->fsm.on_outgoing_hello();
+        ep->outgoing = nullptr;
+        ep->active = c;
+        c->identified = true;
+        flush_locked(ep, p_done_);
+        return true;
+    }
+    // An incoming connection: which module did it reach, and whose is it?
+    auto m = std::find_if(modules_.begin(), modules_.end(), [&](const Module& mod) {
+        return mod.local.addr == c->local && mod.link == h.link;
+    });
+    auto ep_it = m != modules_.end() ? m->peers.find(key_of(h.from)) : decltype(m->peers.end()){};
+    if (m == modules_.end() || m->dead || m->dying || ep_it == m->peers.end()) {
+        ++counters_.refused;
+        logf(*log_, LogLevel::Debug, "refused a connection from %u.%u link %u on %s", h.from.jobid,
+             h.from.vpid, h.link, c->local.str().c_str());
+        return false;
+    }
+    Endpoint* ep = ep_it->second;
+    if (ep->fsm.on_incoming_hello() == core::EndpointFsm::Incoming::Refuse) {
+        ++counters_.duplicates;
+        c->refused_duplicate = true;
+        return false;
+    }
+    close_conn(ep->outgoing);
+    ep->active = c;
+    c->ep = ep;
+    c->identified = true;
+    c->deadline = kNever;
+    if (!write_hello(c, m->link)) {
+        broken_.push_back(ep);
+        return true;  // the failure is handled with the other broken endpoints
+    }
+    flush_locked(ep, p_done_);
+    return true;
+}
+
+void Transport::handle_readable(Conn* c, TransportEvents& events) {
+    ReadSink sink(*this, c, events);
+    bool down = false;
+    for (int round = 0; round < 16 && !down; ++round) {
+        const std::span<std::uint8_t> direct = c->decoder.direct_target(kDirectMin);
+        iovec iov[2] = {{direct.data(), direct.size()}, {scratch_.data(), scratch_.size()}};
+        const int first = direct.empty() ? 1 : 0;
+        const ssize_t r = ::readv(c->fd, iov + first, 2 - first);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            down = errno != EAGAIN && errno != EWOULDBLOCK;
+            break;
+        }
+        if (r == 0) {
+            down = true;  // EOF
+            if (c->kind == Conn::Kind::Incoming && !c->identified && !c->refused_duplicate)
+                ++counters_.refused;  // hung up before a whole HELLO
+            break;
+        }
+        counters_.bytes_received += static_cast<std::uint64_t>(r);
+        auto got = static_cast<std::size_t>(r);
+        plugin::common::Result<void> ok;
+        if (!direct.empty()) {
+            const std::size_t into = std::min(got, direct.size());
+            ok = c->decoder.commit_direct(into, sink);
+            got -= into;
+        }
+        if (ok && got > 0)
+            ok = c->decoder.feed(std::span(scratch_.data(), got), sink);
+        if (!ok) {
+            if (c->identified)
+                ++counters_.protocol_errors;
+            else if (!c->refused_duplicate && c->kind == Conn::Kind::Incoming)
+                ++counters_.refused;
+            logf(*log_, c->refused_duplicate ? LogLevel::Debug : LogLevel::Warn,
+                 "closing a connection: %s", ok.error().message.data());
+            down = true;
+        }
+        if (sink.bye || c->closed)
+            break;
+        if (static_cast<std::size_t>(r) < direct.size() + scratch_.size())
+            break;  // drained what the kernel had
+    }
+    finish(events, p_done_, p_errored_, p_report_);
+    if (sink.bye || (down && !c->closed))
+        handle_conn_down(c, events, sink.bye);
+}
+
+void Transport::handle_writable(Conn* c, TransportEvents& events) {
+    Endpoint* ep = c->ep;
+    if (ep == nullptr)
+        return;
+    if (c->connecting) {
+        const int err = connect_result(c->fd);
+        if (err != 0) {
+            logf(*log_, LogLevel::Debug, "connect to %u.%u failed: errno %d", ep->remote.jobid,
+                 ep->remote.vpid, err);
+            handle_conn_down(c, events, false);
+            return;
+        }
+        std::lock_guard lock(io_);
+        c->connecting = false;
+        watch(c, EPOLLIN);
+        if (!write_hello(c, modules_[static_cast<std::size_t>(ep->module)].link)) {
+            c->connecting = true;  // handled as a failed attempt below
+        } else {
+            ep->fsm.on_tcp_connected(monotonic_micros());
+            return;
+        }
+    }
+    if (c->connecting) {
+        handle_conn_down(c, events, false);
+        return;
+    }
+    {
+        std::lock_guard lock(io_);
+        if (ep->active == c)
+            flush_locked(ep, p_done_);
+    }
+    finish(events, p_done_, p_errored_, p_report_);
+}
+
+void Transport::handle_conn_down(Conn* c, TransportEvents& events, bool graceful) {
+    {
+        std::lock_guard lock(io_);
+        Endpoint* ep = c->ep;
+        if (ep != nullptr && ep->active == c) {
+            fail_endpoint_locked(ep, ep->fsm.on_connection_lost(graceful), p_errored_, p_report_);
+        } else if (ep != nullptr && ep->outgoing == c) {
+            close_conn(c);
+            const Action a = ep->fsm.on_outgoing_lost(monotonic_micros());
+            timers_ = true;
+            if (a == Action::Fail)
+                fail_endpoint_locked(ep, a, p_errored_, p_report_);
+        } else {
+            close_conn(c);
+        }
+    }
+    finish(events, p_done_, p_errored_, p_report_);
+}
+
+void Transport::run_timers(TransportEvents& events) {
+    {
+        std::lock_guard lock(io_);
+        const Micros now = monotonic_micros();
+        for (Endpoint* ep : broken_) {
+            const Action a = ep->fsm.usable() ? ep->fsm.on_connection_lost(false) : Action::Fail;
+            fail_endpoint_locked(ep, a, p_errored_, p_report_);
+        }
+        broken_.clear();
+        if (dying_) {
+            for (Module& m : modules_) {
+                if (!m.dying)
+                    continue;
+                for (auto& [key, ep] : m.peers)
+                    fail_endpoint_locked(ep, ep->fsm.on_shutdown(), p_errored_, p_report_);
+                m.dying = false;
+                m.dead = true;
+            }
+            dying_ = false;
+        }
+        bool pending = false;
+        for (auto& owned : endpoints_) {
+            Endpoint* ep = owned.get();
+            if (ep->fsm.deadline() == kNever)
+                continue;
+            if (now >= ep->fsm.deadline()) {
+                const Action a = ep->fsm.on_timer(now);
+                if (a == Action::Connect)
+                    start_connect_locked(ep);
+                else if (a == Action::Fail)
+                    fail_endpoint_locked(ep, a, p_errored_, p_report_);
+                else if (!ep->fsm.usable() || ep->fsm.state() == core::EpState::RetryWait)
+                    close_conn(ep->outgoing);
+            }
+            pending = pending || ep->fsm.deadline() != kNever;
+        }
+        for (std::size_t i = 0; i < conns_.size(); ++i) {
+            Conn* c = conns_[i].get();
+            if (c->deadline == kNever)
+                continue;
+            if (now >= c->deadline && !c->identified) {
+                ++counters_.refused;
+                close_conn(c);  // moves it out of conns_
+                --i;
+                continue;
+            }
+            pending = true;
+        }
+        timers_ = pending;
+    }
+    finish(events, p_done_, p_errored_, p_report_);
+}
+
+}  // namespace btl::drtcp::adapter

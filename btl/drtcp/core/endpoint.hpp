@@ -1,0 +1,107 @@
+// btl drtcp: the connection state machine of one endpoint (local module ×
+// remote process), sans I/O. The adapter owns the sockets and asks this
+// machine what to do at each event; time comes in as `now`.
+//
+//   Closed ──send──▶ Connecting ──tcp up──▶ HelloWait ──peer HELLO──▶ Connected
+//      ▲                 │                      │                       │
+//      │   (lost before HELLO: retry later)     │               lost    │ BYE
+//      └──── RetryWait ◀─┴──────────────────────┘                 ▼     ▼
+//                                                              Failed  Gone
+//   An incoming connection whose HELLO names this peer is adopted in Closed,
+//   RetryWait and AwaitPeer, and in Connecting/HelloWait when the peer's name
+//   is the smaller one (core::keep_outgoing); otherwise it is refused.
+//   AwaitPeer: our attempt was refused in favour of the peer's own, which is
+//   on its way; if it does not come in time we try again.
+//
+// Failed (a connection that had carried data broke, or every attempt
+// failed) is final: pending frames complete in error and the PML is told, so
+// pml dr fails over; a fresh connection could not know what the broken one
+// lost. Gone: the peer said BYE (it is finalizing); nothing is reported.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "log.hpp"
+#include "time.hpp"
+#include "wire.hpp"
+
+namespace btl::drtcp::core {
+
+using plugin::common::Micros;
+
+enum class EpState : std::uint8_t {
+    Closed,
+    Connecting,
+    HelloWait,
+    AwaitPeer,
+    RetryWait,
+    Connected,
+    Failed,
+    Gone,
+};
+std::string_view to_string(EpState s) noexcept;
+bool transition_allowed(EpState from, EpState to) noexcept;
+
+struct ConnectPolicy {
+    Micros connect_timeout = 10 * plugin::common::kSeconds;  // per attempt, until HELLO
+    Micros retry_delay = 100 * plugin::common::kMillis;      // × attempt (linear)
+    unsigned attempts = 5;                                   // before Failed
+};
+
+// Wait before attempt `attempt` (1-based) is retried: linear back-off.
+constexpr Micros retry_backoff(const ConnectPolicy& p, unsigned attempt) noexcept {
+    return p.retry_delay * static_cast<Micros>(attempt == 0 ? 1 : attempt);
+}
+
+class EndpointFsm {
+  public:
+    enum class Action : std::uint8_t {
+        None,
+        Connect,         // open a new outgoing connection
+        Fail,            // complete pending frames in error and report the peer
+        Forget,          // peer gone: complete pending frames in error, report nothing
+    };
+    enum class Incoming : std::uint8_t { Adopt, Refuse };
+
+    EndpointFsm(ProcName local, ProcName remote, ConnectPolicy policy,
+                plugin::common::LogSink& log) noexcept;
+
+    [[nodiscard]] EpState state() const noexcept { return state_; }
+    [[nodiscard]] bool usable() const noexcept {
+        return state_ != EpState::Failed && state_ != EpState::Gone;
+    }
+    [[nodiscard]] bool connected() const noexcept { return state_ == EpState::Connected; }
+    [[nodiscard]] Micros deadline() const noexcept { return deadline_; }
+    [[nodiscard]] unsigned attempts() const noexcept { return attempts_; }
+
+    // A frame is queued. Connect when there is no connection yet.
+    Action on_send(Micros now) noexcept;
+    // Our outgoing TCP connect completed: send our HELLO, wait for the reply.
+    void on_tcp_connected(Micros now) noexcept;
+    // The peer's HELLO arrived on our outgoing connection.
+    void on_outgoing_hello() noexcept;
+    // The peer's HELLO arrived on a connection it opened to us.
+    Incoming on_incoming_hello() noexcept;
+    // Our outgoing connection failed or closed before the peer's HELLO.
+    Action on_outgoing_lost(Micros now) noexcept;
+    // The established connection broke (graceful: the peer said BYE first).
+    Action on_connection_lost(bool graceful) noexcept;
+    // The module died (fault injection, finalize): stop for good.
+    Action on_shutdown() noexcept;
+    // Drive timers; call when now >= deadline().
+    Action on_timer(Micros now) noexcept;
+
+  private:
+    void transition(EpState to, const char* reason) noexcept;
+    Action retry_or_fail(Micros now, const char* reason) noexcept;
+
+    ProcName local_;
+    ProcName remote_;
+    ConnectPolicy policy_;
+    plugin::common::LogSink* log_;
+    EpState state_ = EpState::Closed;
+    Micros deadline_ = plugin::common::kNever;
+    unsigned attempts_ = 0;
+};
+
+}  // namespace btl::drtcp::core

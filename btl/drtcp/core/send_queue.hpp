@@ -1,0 +1,71 @@
+// btl drtcp: the send queue of one endpoint (sans I/O).
+//
+// Each entry is one frame: up to kMaxPieces byte ranges written back to back
+// (the 8-byte frame header with the PML's header, then the payload, which may
+// sit in the user's buffer) and an opaque cookie (the BTL descriptor).
+// The adapter asks for the next ranges to hand to writev(), reports how many
+// bytes the kernel took, and gets back the cookies of the frames now fully
+// written, in order. Partial writes leave the queue mid-frame; the next
+// gather() resumes exactly there.
+//
+// Bounded by the glue: it refuses new descriptors for an endpoint whose queue
+// holds `sendq_frames` (alloc/prepare_src return NULL), which is the BTL's
+// back-pressure to the PML. Descriptors handed out before the limit was hit
+// may still be queued, so the ring grows instead of refusing them; its size
+// stays within the limit plus the descriptors in existence.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace btl::drtcp::core {
+
+struct ByteRange {
+    const std::uint8_t* base = nullptr;
+    std::size_t len = 0;
+};
+
+class SendQueue {
+  public:
+    static constexpr std::size_t kMaxPieces = 3;
+    struct Frame {
+        std::array<ByteRange, kMaxPieces> pieces{};
+        std::uint8_t count = 0;
+        void* cookie = nullptr;
+        [[nodiscard]] std::size_t bytes() const noexcept;
+    };
+
+    explicit SendQueue(std::size_t initial_capacity = 16);
+
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    // True while the head frame is partly written (it must not be dropped).
+    [[nodiscard]] bool mid_frame() const noexcept { return size_ > 0 && head_piece_off_ + piece_ > 0; }
+
+    // False when the frame has no or too many pieces.
+    bool push(const Frame& frame);
+
+    // Fills `out` with the unwritten ranges from the head on; returns how many.
+    std::size_t gather(std::span<ByteRange> out) const noexcept;
+
+    // `written` bytes left through the socket: the frames completed by them
+    // are appended to `done` (cookies, in order). Returns their count.
+    std::size_t advance(std::size_t written, std::vector<void*>& done);
+
+    // Takes every queued frame out (written or not), cookies in order: used
+    // when the connection failed, to complete them all in error.
+    void drain(std::vector<void*>& out);
+
+  private:
+    void grow();
+
+    std::vector<Frame> ring_;
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+    std::size_t piece_ = 0;            // of the head frame, first unwritten piece
+    std::size_t head_piece_off_ = 0;   // bytes of that piece already written
+};
+
+}  // namespace btl::drtcp::core

@@ -1,0 +1,95 @@
+// btl drtcp glue: the state shared by the component and module files.
+// Only this ring includes Open MPI (through ompi_prelude.hpp).
+#pragma once
+#include "ompi_prelude.hpp"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "config.hpp"
+#include "opal_log.hpp"
+#include "transport.hpp"
+
+extern "C" {
+#include "opal/mca/btl/base/base.h"
+}
+
+namespace btl::drtcp::mca {
+
+struct Module {
+    mca_btl_base_module_t super;  // first: Open MPI casts between the two
+    int index = -1;               // the transport's module
+    int interface = -1;           // index into State::interfaces
+    mca_btl_base_module_error_cb_fn_t error_cb = nullptr;
+};
+
+}  // namespace btl::drtcp::mca
+
+// Open MPI declares this type and leaves it to each BTL.
+struct mca_btl_base_endpoint_t {
+    btl::drtcp::adapter::Endpoint* ep = nullptr;
+    opal_proc_t* proc = nullptr;
+    btl::drtcp::mca::Module* module = nullptr;
+};
+
+namespace btl::drtcp::mca {
+
+// A send descriptor: the drtcp frame header, then up to two segments (the
+// PML's header with copied data, and optionally the user's buffer in place).
+struct Frag {
+    mca_btl_base_descriptor_t base;  // first: the PML sees only this
+    mca_btl_base_segment_t segments[2];
+    mca_btl_base_endpoint_t* endpoint = nullptr;
+    Module* module = nullptr;
+    std::size_t capacity = 0;  // bytes of `data`
+    std::uint8_t header[core::kFrameHeaderSize];
+    std::uint8_t* data = nullptr;  // follows the struct in the same allocation
+};
+
+class FragPool {
+  public:
+    // Frags of up to `small` bytes come from one free list, larger up to
+    // `large` from another; at most `cache` of each stay cached when freed.
+    void init(std::size_t small, std::size_t large, std::size_t cache);
+    Frag* get(std::size_t bytes);
+    void put(Frag* f);
+    void clear();
+    [[nodiscard]] std::size_t large() const noexcept { return large_; }
+
+  private:
+    std::mutex lock_;
+    std::size_t small_ = 0;
+    std::size_t large_ = 0;
+    std::size_t cache_ = 0;
+    std::vector<Frag*> free_small_;
+    std::vector<Frag*> free_large_;
+};
+
+struct State {
+    core::Config config;
+    plugin::common::OpalLogSink log;
+    std::unique_ptr<adapter::Transport> transport;
+    std::vector<core::LocalIf> interfaces;  // one per usable address
+    std::vector<Module*> modules;
+    FragPool frags;
+    std::mutex done_lock;
+    std::vector<Frag*> done;  // sends completed inline, called back from progress
+    int finalized = 0;
+};
+
+State& state() noexcept;
+core::RawParams& raw_params() noexcept;
+int register_params(const mca_base_component_t* component) noexcept;
+
+// The module every module is copied from (its generic BTL parameters are
+// registered through Open MPI's BTL base).
+Module& template_module() noexcept;
+void fill_module_functions(mca_btl_base_module_t& m) noexcept;
+
+// Transport events -> Open MPI: frames to the tag's callback, send
+// completions to descriptors, endpoint failures to the error callback.
+adapter::TransportEvents& events() noexcept;
+int progress() noexcept;
+
+}  // namespace btl::drtcp::mca

@@ -1,0 +1,244 @@
+// mca_btl_drtcp_component: parameters, interface discovery, module
+// creation, the modex, progress and the transport's events.
+#include <algorithm>
+
+#include "btl.hpp"
+
+extern "C" {
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/proc.h"
+}
+
+namespace {
+
+int drtcp_register() noexcept;
+int drtcp_open() noexcept;
+int drtcp_close() noexcept;
+mca_btl_base_module_t** drtcp_init(int* num_btls, bool enable_progress_threads,
+                                   bool enable_mpi_threads) noexcept;
+int drtcp_progress() noexcept { return btl::drtcp::mca::progress(); }
+
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default"))) mca_btl_base_component_3_0_0_t mca_btl_drtcp_component = {
+    .btl_version =
+        {
+            MCA_BTL_DEFAULT_VERSION("drtcp"),
+            .mca_open_component = drtcp_open,
+            .mca_close_component = drtcp_close,
+            .mca_query_component = nullptr,
+            .mca_register_component_params = drtcp_register,
+        },
+    .btl_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+    .btl_init = drtcp_init,
+    .btl_progress = drtcp_progress,
+};
+}
+
+namespace btl::drtcp::mca {
+
+using plugin::common::LogLevel;
+using plugin::common::logf;
+
+State& state() noexcept {
+    static State s;
+    return s;
+}
+
+Module& template_module() noexcept {
+    static Module m = [] {
+        Module t{};
+        t.super.btl_component = &mca_btl_drtcp_component;
+        // Below the stock tcp BTL (MCA_BTL_EXCLUSIVITY_LOW + 100): where both
+        // reach a peer, a stock run keeps using tcp.
+        t.super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 99;
+        t.super.btl_eager_limit = 64 * 1024;
+        t.super.btl_rndv_eager_limit = 64 * 1024;
+        t.super.btl_max_send_size = 128 * 1024;
+        t.super.btl_rdma_pipeline_send_length = 128 * 1024;
+        t.super.btl_rdma_pipeline_frag_size = 128 * 1024;
+        t.super.btl_min_rdma_pipeline_size = 0;
+        t.super.btl_latency = 100;
+        t.super.btl_bandwidth = 1000;
+        t.super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE |
+                            MCA_BTL_FLAGS_NEED_CSUM | MCA_BTL_FLAGS_NEED_ACK;
+        fill_module_functions(t.super);
+        return t;
+    }();
+    return m;
+}
+
+namespace {
+
+class Events final : public adapter::TransportEvents {
+  public:
+    void on_frame(void* module_user, std::uint8_t tag, std::span<std::uint8_t> payload) override {
+        auto* m = static_cast<Module*>(module_user);
+        const mca_btl_active_message_callback_t& cb = mca_btl_base_active_message_trigger[tag];
+        if (cb.cbfunc == nullptr) {
+            logf(state().log, LogLevel::Warn, "frame with unregistered tag %u dropped", tag);
+            return;
+        }
+        mca_btl_base_segment_t seg{};
+        seg.seg_addr.pval = payload.data();
+        seg.seg_len = payload.size();
+        mca_btl_base_descriptor_t des{};
+        des.des_segments = &seg;
+        des.des_segment_count = 1;
+        cb.cbfunc(&m->super, tag, &des, cb.cbdata);
+    }
+    void on_sent(void* cookie, bool ok) override {
+        auto* f = static_cast<Frag*>(cookie);
+        if (f->base.des_cbfunc != nullptr)
+            f->base.des_cbfunc(&f->module->super, f->endpoint, &f->base,
+                               ok ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
+        if ((f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0)
+            state().frags.put(f);
+    }
+    void on_endpoint_failed(void* endpoint_user, void* module_user) override {
+        auto* ep = static_cast<mca_btl_base_endpoint_t*>(endpoint_user);
+        auto* m = static_cast<Module*>(module_user);
+        logf(state().log, LogLevel::Warn, "connection to %s lost",
+             OPAL_NAME_PRINT(ep->proc->proc_name));
+        if (m->error_cb != nullptr)
+            m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc,
+                        const_cast<char*>("btl drtcp: connection lost"));
+    }
+};
+
+}  // namespace
+
+adapter::TransportEvents& events() noexcept {
+    static Events e;
+    return e;
+}
+
+int progress() noexcept {
+    State& s = state();
+    if (!s.transport)
+        return 0;
+    int n = s.transport->progress(events());
+    std::vector<Frag*> done;
+    {
+        std::lock_guard lock(s.done_lock);
+        if (s.done.empty())
+            return n;
+        done.swap(s.done);
+    }
+    for (Frag* f : done)
+        events().on_sent(f, true);
+    return n + static_cast<int>(done.size());
+}
+
+}  // namespace btl::drtcp::mca
+
+namespace {
+
+using namespace btl::drtcp;
+using plugin::common::LogLevel;
+using plugin::common::logf;
+
+int drtcp_register() noexcept {
+    mca_base_component_t* self = &mca_btl_drtcp_component.btl_version;
+    if (mca::register_params(self) != 0)
+        return OPAL_ERROR;
+    // eager_limit, max_send_size, exclusivity, flags, bandwidth, latency ...
+    return mca_btl_base_param_register(self, &mca::template_module().super);
+}
+
+int drtcp_open() noexcept {
+    mca::state().log.open("btl:drtcp", mca::raw_params().verbose);
+    return OPAL_SUCCESS;
+}
+
+int drtcp_close() noexcept {
+    mca::State& s = mca::state();
+    s.transport.reset();
+    s.frags.clear();
+    s.log.close();
+    return OPAL_SUCCESS;
+}
+
+std::vector<core::LocalIf> usable_interfaces(const core::Config& c) {
+    const std::vector<core::LocalIf> all = adapter::list_interfaces();
+    auto chosen = core::select_interfaces(all, c.include, c.exclude, c.families);
+    if (!chosen)
+        return {};
+    if (chosen->empty() && !c.include_set) {
+        // Nothing but loopback is up: a single-host job still runs.
+        chosen = core::select_interfaces(all, {}, {}, c.families);
+        if (chosen)
+            std::erase_if(*chosen, [](const core::LocalIf& i) { return !i.addr.loopback(); });
+    }
+    return chosen ? *chosen : std::vector<core::LocalIf>{};
+}
+
+void publish(const std::vector<core::PublishedAddr>& addrs) {
+    std::vector<std::uint8_t> blob = core::encode_modex(addrs);
+    int rc = OPAL_SUCCESS;
+    const auto size = static_cast<int32_t>(blob.size());
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_drtcp_component.btl_version, blob.data(), size);
+    if (rc != OPAL_SUCCESS)
+        logf(mca::state().log, LogLevel::Warn, "modex send failed (%d)", rc);
+}
+
+mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
+    *num_btls = 0;
+    mca::State& s = mca::state();
+    if (const std::string err = core::validate(mca::raw_params(), s.config); !err.empty()) {
+        logf(s.log, LogLevel::Error, "invalid parameter: %s", err.c_str());
+        return nullptr;
+    }
+    s.interfaces = usable_interfaces(s.config);
+    if (s.interfaces.empty()) {
+        logf(s.log, LogLevel::Info, "no usable interface; drtcp disabled");
+        return nullptr;
+    }
+    const mca::Module& tmpl = mca::template_module();
+    const auto max_frame = static_cast<std::uint32_t>(
+        std::max(tmpl.super.btl_eager_limit, tmpl.super.btl_max_send_size) + 64 * 1024);
+    const opal_process_name_t me = opal_proc_local_get()->proc_name;
+    s.transport = std::make_unique<adapter::Transport>(s.config, core::ProcName{me.jobid, me.vpid},
+                                                       max_frame, s.log);
+    s.frags.init(tmpl.super.btl_eager_limit, std::max(tmpl.super.btl_eager_limit,
+                                                       tmpl.super.btl_max_send_size),
+                 64);
+    s.modules.clear();
+    s.finalized = 0;
+    for (std::size_t i = 0; i < s.interfaces.size(); ++i) {
+        for (unsigned link = 0; link < s.config.links; ++link) {
+            auto* m = new (std::nothrow) mca::Module(tmpl);
+            if (m == nullptr)
+                break;
+            auto idx = s.transport->add_module(s.interfaces[i], static_cast<std::uint16_t>(link), m);
+            if (!idx) {
+                logf(s.log, LogLevel::Warn, "no listener for %s: %s", s.interfaces[i].name.c_str(),
+                     idx.error().message.data());
+                delete m;
+                continue;
+            }
+            m->index = *idx;
+            m->interface = static_cast<int>(i);
+            s.modules.push_back(m);
+        }
+    }
+    if (s.modules.empty()) {
+        s.transport.reset();
+        return nullptr;
+    }
+    publish(s.transport->published());
+    auto** out = static_cast<mca_btl_base_module_t**>(
+        std::malloc(s.modules.size() * sizeof(mca_btl_base_module_t*)));
+    if (out == nullptr)
+        return nullptr;
+    for (std::size_t i = 0; i < s.modules.size(); ++i)
+        out[i] = &s.modules[i]->super;
+    *num_btls = static_cast<int>(s.modules.size());
+    for (const auto& i : s.interfaces)
+        logf(s.log, LogLevel::Info, "module on %s %s/%u x %u links", i.name.c_str(),
+             i.addr.str().c_str(), i.prefix, s.config.links);
+    return out;
+}
+
+}  // namespace

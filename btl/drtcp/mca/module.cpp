@@ -1,0 +1,299 @@
+// btl drtcp module functions (BTL 3.1): add/del procs, descriptors, send,
+// sendi, error registration, finalize.
+#include "btl.hpp"
+
+extern "C" {
+#include "opal/class/opal_bitmap.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/proc.h"
+}
+
+extern "C" mca_btl_base_component_3_0_0_t mca_btl_drtcp_component;
+
+namespace btl::drtcp::mca {
+
+using plugin::common::LogLevel;
+using plugin::common::logf;
+
+namespace {
+
+Module* as_module(mca_btl_base_module_t* b) noexcept { return reinterpret_cast<Module*>(b); }
+
+core::ProcName name_of(const opal_proc_t* p) noexcept {
+    return {p->proc_name.jobid, p->proc_name.vpid};
+}
+
+// The peer's published addresses paired with our interfaces, once per proc.
+std::vector<int> pairing_for(opal_proc_t* proc, std::vector<core::PublishedAddr>& remotes) {
+    State& s = state();
+    std::uint8_t* blob = nullptr;
+    std::size_t size = 0;
+    int rc = OPAL_SUCCESS;
+    OPAL_MODEX_RECV(rc, &mca_btl_drtcp_component.btl_version, &proc->proc_name,
+                    reinterpret_cast<void**>(&blob), &size);
+    if (rc != OPAL_SUCCESS || blob == nullptr)
+        return {};
+    auto decoded = core::decode_modex(std::span(blob, size));
+    std::free(blob);
+    if (!decoded) {
+        logf(s.log, LogLevel::Warn, "unusable drtcp modex from %s: %s",
+             OPAL_NAME_PRINT(proc->proc_name), decoded.error().message.data());
+        return {};
+    }
+    remotes = std::move(*decoded);
+    return core::pair_addresses(s.interfaces, remotes, OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags));
+}
+
+int drtcp_add_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc_t** procs,
+                    mca_btl_base_endpoint_t** peers, opal_bitmap_t* reachable) noexcept {
+    State& s = state();
+    Module* m = as_module(btl);
+    const opal_proc_t* self = opal_proc_local_get();
+    for (size_t i = 0; i < nprocs; ++i) {
+        opal_proc_t* proc = procs[i];
+        if (proc == self || peers[i] != nullptr)
+            continue;
+        std::vector<core::PublishedAddr> remotes;
+        const std::vector<int> pairs = pairing_for(proc, remotes);
+        if (pairs.empty() || pairs[static_cast<std::size_t>(m->interface)] < 0)
+            continue;
+        const core::PublishedAddr& addr =
+            remotes[static_cast<std::size_t>(pairs[static_cast<std::size_t>(m->interface)])];
+        const std::uint16_t link = static_cast<std::uint16_t>(m->index % s.config.links);
+        if (link >= addr.links)
+            continue;  // the peer opened fewer links
+        auto* ep = new (std::nothrow) mca_btl_base_endpoint_t;
+        if (ep == nullptr)
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        ep->proc = proc;
+        ep->module = m;
+        ep->ep = s.transport->add_endpoint(m->index, name_of(proc), addr, ep);
+        peers[i] = ep;
+        if (reachable != nullptr)
+            opal_bitmap_set_bit(reachable, static_cast<int>(i));
+        logf(s.log, LogLevel::Debug, "%s reachable through %s link %u at %s:%u",
+             OPAL_NAME_PRINT(proc->proc_name), s.interfaces[static_cast<std::size_t>(m->interface)].name.c_str(),
+             link, addr.addr.str().c_str(), addr.port);
+    }
+    return OPAL_SUCCESS;
+}
+
+int drtcp_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
+                    mca_btl_base_endpoint_t** peers) noexcept {
+    State& s = state();
+    for (size_t i = 0; i < nprocs; ++i) {
+        if (peers[i] == nullptr)
+            continue;
+        s.transport->remove_endpoint(peers[i]->ep, events());
+        delete peers[i];
+    }
+    return OPAL_SUCCESS;
+}
+
+Frag* new_frag(Module* m, mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) {
+    Frag* f = state().frags.get(bytes);
+    if (f == nullptr)
+        return nullptr;
+    f->module = m;
+    f->endpoint = ep;
+    f->base.des_segments = f->segments;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = nullptr;
+    f->base.des_cbdata = nullptr;
+    f->base.des_context = nullptr;
+    f->base.order = MCA_BTL_NO_ORDER;
+    f->segments[0].seg_addr.pval = f->data;
+    f->segments[0].seg_len = bytes;
+    return f;
+}
+
+mca_btl_base_descriptor_t* drtcp_alloc(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                                       uint8_t, size_t size, uint32_t flags) noexcept {
+    if (ep == nullptr || !state().transport->accepting(ep->ep))
+        return nullptr;
+    Frag* f = new_frag(as_module(btl), ep, size, flags);
+    return f != nullptr ? &f->base : nullptr;
+}
+
+int drtcp_free(mca_btl_base_module_t*, mca_btl_base_descriptor_t* des) noexcept {
+    state().frags.put(reinterpret_cast<Frag*>(des));
+    return OPAL_SUCCESS;
+}
+
+mca_btl_base_descriptor_t* drtcp_prepare_src(mca_btl_base_module_t* btl,
+                                             mca_btl_base_endpoint_t* ep,
+                                             opal_convertor_t* convertor, uint8_t, size_t reserve,
+                                             size_t* size, uint32_t flags) noexcept {
+    State& s = state();
+    if (ep == nullptr || !s.transport->accepting(ep->ep))
+        return nullptr;
+    const std::size_t limit = s.frags.large();
+    if (reserve > limit)
+        return nullptr;
+    if (*size > limit - reserve)
+        *size = limit - reserve;
+    // Contiguous data larger than a cache line goes from the user's buffer
+    // in place (writev gathers it); the rest is packed after the header.
+    const bool in_place = *size > 1024 && !opal_convertor_need_buffers(convertor);
+    Frag* f = new_frag(as_module(btl), ep, in_place ? reserve : reserve + *size, flags);
+    if (f == nullptr)
+        return nullptr;
+    iovec iov{};
+    uint32_t count = 1;
+    size_t max_data = *size;
+    iov.iov_len = max_data;
+    iov.iov_base = in_place ? nullptr : f->data + reserve;
+    if (opal_convertor_pack(convertor, &iov, &count, &max_data) < 0) {
+        s.frags.put(f);
+        return nullptr;
+    }
+    *size = max_data;
+    if (in_place) {
+        f->segments[1].seg_addr.pval = iov.iov_base;
+        f->segments[1].seg_len = max_data;
+        f->base.des_segment_count = 2;
+    } else {
+        f->segments[0].seg_len = reserve + max_data;
+    }
+    return &f->base;
+}
+
+adapter::SendResult send_frag(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
+    std::size_t len = 0;
+    core::SendQueue::Frame frame;
+    frame.pieces[0] = {f->header, sizeof f->header};
+    for (size_t i = 0; i < f->base.des_segment_count; ++i) {
+        const auto& seg = f->segments[i];
+        frame.pieces[i + 1] = {static_cast<const std::uint8_t*>(seg.seg_addr.pval), seg.seg_len};
+        len += seg.seg_len;
+    }
+    frame.count = static_cast<std::uint8_t>(1 + f->base.des_segment_count);
+    frame.cookie = f;
+    (void)core::encode(core::FrameHeader{tag, 0, static_cast<std::uint32_t>(len)}, f->header);
+    f->endpoint = ep;
+    return state().transport->send(ep->ep, frame);
+}
+
+int drtcp_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep,
+               mca_btl_base_descriptor_t* des, mca_btl_base_tag_t tag) noexcept {
+    auto* f = reinterpret_cast<Frag*>(des);
+    if (ep == nullptr || des->des_segment_count > 2)
+        return OPAL_ERR_BAD_PARAM;
+    switch (send_frag(f, ep, tag)) {
+        case adapter::SendResult::Unreachable:
+            return OPAL_ERR_UNREACH;
+        case adapter::SendResult::Queued:
+            return OPAL_SUCCESS;
+        case adapter::SendResult::Done:
+            break;
+    }
+    // Every byte is with the kernel. Like the stock BTLs, call back from
+    // progress (ob1 relies on that), unless the PML said it does not need it.
+    if ((des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) == 0) {
+        if ((des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0)
+            state().frags.put(f);
+        return 1;
+    }
+    State& s = state();
+    std::lock_guard lock(s.done_lock);
+    s.done.push_back(f);
+    return OPAL_SUCCESS;
+}
+
+int drtcp_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                opal_convertor_t* convertor, void* header, size_t header_size,
+                size_t payload_size, uint8_t, uint32_t flags, mca_btl_base_tag_t tag,
+                mca_btl_base_descriptor_t** descriptor) noexcept {
+    State& s = state();
+    if (descriptor != nullptr)
+        *descriptor = nullptr;
+    if (ep == nullptr || header_size + payload_size > btl->btl_eager_limit ||
+        !s.transport->accepting(ep->ep))
+        return OPAL_ERR_RESOURCE_BUSY;
+    Frag* f = new_frag(as_module(btl), ep, header_size + payload_size,
+                       flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (f == nullptr)
+        return OPAL_ERR_RESOURCE_BUSY;
+    std::memcpy(f->data, header, header_size);
+    if (payload_size > 0) {
+        iovec iov{f->data + header_size, payload_size};
+        uint32_t count = 1;
+        size_t max_data = payload_size;
+        if (opal_convertor_pack(convertor, &iov, &count, &max_data) < 0 ||
+            max_data != payload_size) {
+            s.frags.put(f);
+            return OPAL_ERROR;
+        }
+    }
+    switch (send_frag(f, ep, tag)) {
+        case adapter::SendResult::Unreachable:
+            s.frags.put(f);
+            return OPAL_ERR_UNREACH;
+        case adapter::SendResult::Queued:
+            return OPAL_SUCCESS;  // freed when it leaves (no callback)
+        case adapter::SendResult::Done:
+            s.frags.put(f);
+            return OPAL_SUCCESS;
+    }
+    return OPAL_SUCCESS;
+}
+
+int drtcp_register_error(mca_btl_base_module_t* btl,
+                         mca_btl_base_module_error_cb_fn_t cb) noexcept {
+    as_module(btl)->error_cb = cb;
+    return OPAL_SUCCESS;
+}
+
+int drtcp_finalize(mca_btl_base_module_t* btl) noexcept {
+    State& s = state();
+    Module* m = as_module(btl);
+    if (++s.finalized == static_cast<int>(s.modules.size()) && s.transport) {
+        s.transport->shutdown(events());
+        (void)progress();
+        s.transport.reset();
+        s.frags.clear();
+    }
+    for (Module*& slot : s.modules)
+        if (slot == m)
+            slot = nullptr;
+    delete m;
+    return OPAL_SUCCESS;
+}
+
+void drtcp_dump(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, int) noexcept {
+    State& s = state();
+    const auto& k = s.transport->counters();
+    opal_output(0,
+                "[btl:drtcp] module %d: %s; frames sent %llu received %llu, connects %llu, "
+                "accepts %llu, refused %llu, protocol errors %llu, endpoint failures %llu",
+                as_module(btl)->index,
+                ep != nullptr ? core::to_string(adapter::Transport::state_of(ep->ep)).data() : "-",
+                static_cast<unsigned long long>(k.frames_sent),
+                static_cast<unsigned long long>(k.frames_received),
+                static_cast<unsigned long long>(k.connects),
+                static_cast<unsigned long long>(k.accepts),
+                static_cast<unsigned long long>(k.refused),
+                static_cast<unsigned long long>(k.protocol_errors),
+                static_cast<unsigned long long>(k.endpoint_failures));
+}
+
+int drtcp_ft_event(int) noexcept { return OPAL_SUCCESS; }
+
+}  // namespace
+
+void fill_module_functions(mca_btl_base_module_t& m) noexcept {
+    m.btl_add_procs = drtcp_add_procs;
+    m.btl_del_procs = drtcp_del_procs;
+    m.btl_finalize = drtcp_finalize;
+    m.btl_alloc = drtcp_alloc;
+    m.btl_free = drtcp_free;
+    m.btl_prepare_src = drtcp_prepare_src;
+    m.btl_send = drtcp_send;
+    m.btl_sendi = drtcp_sendi;
+    m.btl_dump = drtcp_dump;
+    m.btl_register_error = drtcp_register_error;
+    m.btl_ft_event = drtcp_ft_event;
+}
+
+}  // namespace btl::drtcp::mca

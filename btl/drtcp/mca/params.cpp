@@ -1,0 +1,88 @@
+// btl drtcp MCA parameters: one table, registered with help text.
+#include <array>
+
+#include "btl.hpp"
+#include "mca_params.hpp"
+
+namespace btl::drtcp::mca {
+
+using plugin::common::ParamEnumValue;
+using plugin::common::ParamSpec;
+using plugin::common::ParamType;
+
+core::RawParams& raw_params() noexcept {
+    static core::RawParams raw;
+    return raw;
+}
+
+namespace {
+constexpr ParamEnumValue kFamilies[] = {
+    {static_cast<int>(core::FamilyChoice::Any), "any"},
+    {static_cast<int>(core::FamilyChoice::Ipv4), "ipv4"},
+    {static_cast<int>(core::FamilyChoice::Ipv6), "ipv6"},
+    {0, nullptr},
+};
+}  // namespace
+
+int register_params(const mca_base_component_t* component) noexcept {
+    core::RawParams& r = raw_params();
+    const core::RawParams d = core::default_params();
+    const std::array specs{
+        ParamSpec{"verbose", "Verbosity of the drtcp log stream (0 quiet, 20 info, 50 debug)",
+                  ParamType::Int, &r.verbose, d.verbose},
+        ParamSpec{"links", "TCP connections (and BTL modules) per interface and peer (1..16)",
+                  ParamType::Unsigned, &r.links, d.links},
+        ParamSpec{"if_include",
+                  "Interfaces to use: comma-separated names (eth0) or CIDRs (10.0.0.0/8, fd00::/8); "
+                  "mutually exclusive with if_exclude",
+                  ParamType::String, &r.if_include, 0, 0.0, ""},
+        ParamSpec{"if_exclude",
+                  "Interfaces not to use: names or CIDRs; mutually exclusive with if_include. When "
+                  "neither is set, loopback is excluded unless nothing else is up",
+                  ParamType::String, &r.if_exclude, 0, 0.0, ""},
+        ParamSpec{"if_family", "Address families to use: any, ipv4 or ipv6", ParamType::Enum,
+                  &r.if_family, d.if_family, 0.0, nullptr, kFamilies},
+        ParamSpec{"port_min_v4", "First IPv4 port to listen on (0: any free port)",
+                  ParamType::Unsigned, &r.port_min_v4, d.port_min_v4},
+        ParamSpec{"port_range_v4", "Number of IPv4 ports tried from port_min_v4",
+                  ParamType::Unsigned, &r.port_range_v4, d.port_range_v4},
+        ParamSpec{"port_min_v6", "First IPv6 port to listen on (0: any free port)",
+                  ParamType::Unsigned, &r.port_min_v6, d.port_min_v6},
+        ParamSpec{"port_range_v6", "Number of IPv6 ports tried from port_min_v6",
+                  ParamType::Unsigned, &r.port_range_v6, d.port_range_v6},
+        ParamSpec{"sndbuf", "Socket send buffer in bytes (0: the kernel's auto-tuning)",
+                  ParamType::Int, &r.sndbuf, d.sndbuf},
+        ParamSpec{"rcvbuf", "Socket receive buffer in bytes (0: the kernel's auto-tuning)",
+                  ParamType::Int, &r.rcvbuf, d.rcvbuf},
+        ParamSpec{"nodelay", "Disable Nagle's algorithm (TCP_NODELAY) for low latency",
+                  ParamType::Bool, &r.nodelay, d.nodelay},
+        ParamSpec{"connect_timeout",
+                  "Milliseconds a connection attempt may take, HELLO exchange included",
+                  ParamType::Unsigned, &r.connect_timeout_ms, d.connect_timeout_ms},
+        ParamSpec{"connect_attempts", "Connection attempts to a peer before it is reported dead",
+                  ParamType::Unsigned, &r.connect_attempts, d.connect_attempts},
+        ParamSpec{"user_timeout",
+                  "Milliseconds unacknowledged data (or unanswered keepalives) may wait before "
+                  "the connection is declared broken (TCP_USER_TIMEOUT; 0: kernel default)",
+                  ParamType::Unsigned, &r.user_timeout_ms, d.user_timeout_ms},
+        ParamSpec{"sendq_frames",
+                  "Frames queued per peer before new descriptors are refused (back-pressure)",
+                  ParamType::Unsigned, &r.sendq_frames, d.sendq_frames},
+        ParamSpec{"fault_drop",
+                  "Testing: probability (0..1) that an arriving frame is dropped (its sender saw "
+                  "it sent)",
+                  ParamType::Double, &r.fault_drop, 0, d.fault_drop},
+        ParamSpec{"fault_corrupt",
+                  "Testing: probability (0..1) that an arriving frame gets one bit flipped",
+                  ParamType::Double, &r.fault_corrupt, 0, d.fault_corrupt},
+        ParamSpec{"fault_fail_after",
+                  "Testing: after this many frames sent by a module it dies as if its network "
+                  "were gone (0: never)",
+                  ParamType::Unsigned, &r.fault_fail_after, d.fault_fail_after},
+        ParamSpec{"fault_seed", "Testing: seed of the fault injection (runs replay exactly)",
+                  ParamType::Unsigned, &r.fault_seed, d.fault_seed},
+    };
+    return plugin::common::register_params(component, specs);
+}
+
+}  // namespace btl::drtcp::mca
