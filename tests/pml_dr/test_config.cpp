@@ -56,9 +56,24 @@ TEST(PmlDrScheduler, SplitsInProportionToWeights) {
     std::array<std::uint64_t, 3> assigned{};
     for (int i = 0; i < 4000; ++i)
         assigned[pick_weighted(weights, assigned)] += 1000;
-    // 3:1 between the two real paths; the zero-weight path only as a tie-breaker of last resort.
+    // 3:1 between the two real paths; the zero-weight path gets nothing.
     EXPECT_NEAR(static_cast<double>(assigned[0]) / static_cast<double>(assigned[1]), 3.0, 0.01);
-    EXPECT_LE(assigned[2], 1000u);
+    EXPECT_EQ(assigned[2], 0u);
+}
+
+TEST(PmlDrScheduler, FailedPathIsNeverPickedEvenWhenItHasNothingYet) {
+    // A message starts after path 0 failed: its zero bytes so far must not
+    // make it the least loaded (the regression: everything went to the
+    // dead path, whose BTL refused every descriptor, and the send stalled).
+    const std::array<double, 2> weights{0.0, 2.0};
+    const std::array<std::uint64_t, 2> assigned{0, 1u << 30};
+    EXPECT_EQ(pick_weighted(weights, assigned), 1u);
+    // No path has a weight: all share by bytes assigned.
+    const std::array<double, 3> none{0.0, 0.0, 0.0};
+    std::array<std::uint64_t, 3> spread{};
+    for (int i = 0; i < 300; ++i)
+        spread[pick_weighted(none, spread)] += 10;
+    EXPECT_EQ(spread, (std::array<std::uint64_t, 3>{1000, 1000, 1000}));
 }
 
 TEST(PmlDrScheduler, DegenerateInputs) {

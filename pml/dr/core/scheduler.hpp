@@ -11,8 +11,9 @@ namespace pml::dr::core {
 // Most paths one message is spread over (more BTLs than this share the rest).
 inline constexpr std::size_t kMaxSchedPaths = 8;
 
-// weights[i] > 0 is path i's relative bandwidth (non-positive counts as a
-// tiny weight, so such a path is used last); assigned[i] the bytes it got.
+// weights[i] > 0 is path i's relative bandwidth; a non-positive weight is
+// never picked while some path has a positive one (when none has, all share
+// evenly); assigned[i] the bytes it got.
 // Returns the index to use next; 0 for an empty or single-path set.
 std::size_t pick_weighted(std::span<const double> weights,
                           std::span<const std::uint64_t> assigned) noexcept;

@@ -269,6 +269,14 @@ void transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
             destroy_if_done(sf);
             return true;
         }
+        if (!path_usable(sf->peer, btl_of(path))) {
+            // The path failed while this frame waited for a descriptor (a
+            // dead BTL refuses them for good): the channel re-drives it on
+            // another path.
+            local_complete(sf, path, false);
+            rearm();
+            return true;
+        }
         if (put_on_path(sf, path, retransmit) == TxResult::Busy) {
             ++sf->holds;
             return false;

@@ -188,6 +188,14 @@ void schedule_frags(SendRequest* r) noexcept {
         // A path the channel declared failed gets nothing new.
         weights[i] = path_usable(r->peer, bb->btl) ? static_cast<double>(bb->btl_weight) : 0.0;
     }
+    // A BTL that reports no bandwidth (stock tcp on loopback) has BML weight
+    // 0; once the weighted paths failed, the usable ones share evenly rather
+    // than the scheduler falling back to a dead one.
+    if (std::all_of(weights, weights + npaths, [](double w) { return w <= 0.0; })) {
+        for (std::size_t i = 0; i < npaths; ++i)
+            weights[i] =
+                path_usable(r->peer, mca_bml_base_btl_array_get_index(arr, i)->btl) ? 1.0 : 0.0;
+    }
     // Frags fit every path, so any of them can carry a resend.
     const std::size_t cap = frame_cap(r->peer);
     while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
