@@ -97,7 +97,7 @@ BESIDE_TCP = {"btl": "self,tcp,drtcp", "btl_drtcp_exclusivity": 100,
 @pytest.mark.mpi_timeout(180)
 def test_dr_fails_over_when_drtcp_dies(mpi):
     mca = run_with("dr", **BESIDE_TCP, btl_drtcp_fault_fail_after=300, pml_dr_ack_timeout=50,
-                   pml_dr_stats=1)
+                   pml_dr_stats=1, btl_drtcp_verbose=10)
     result = mpi.run("demo", np=2, mca=mca, args=[4 << 20])
     expect(result, "demo ok")
     c = counters(result.stdout + result.stderr)

@@ -106,6 +106,13 @@ Endpoint* Transport::add_endpoint(int module, core::ProcName remote,
     return ep;
 }
 
+Endpoint* Transport::find_endpoint(int module, core::ProcName remote) const {
+    std::lock_guard lock(io_);
+    const Module& m = modules_.at(static_cast<std::size_t>(module));
+    auto it = m.peers.find(key_of(remote));
+    return it != m.peers.end() ? it->second : nullptr;
+}
+
 bool Transport::accepting(const Endpoint* ep) const {
     std::lock_guard lock(io_);
     return ep->fsm.usable() && !modules_[static_cast<std::size_t>(ep->module)].dead &&

@@ -10,6 +10,7 @@
 // transport lock held, so the PML may call send() from inside them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -76,6 +77,11 @@ class Transport {
 
     Endpoint* add_endpoint(int module, core::ProcName remote, const core::PublishedAddr& addr,
                            void* user);
+    Endpoint* find_endpoint(int module, core::ProcName remote) const;
+    // Called (with no transport lock held) when a process this one has not
+    // added yet connects: the glue may add it (Open MPI adds procs lazily,
+    // on first use), and the connection is then accepted.
+    void set_unknown_peer_hook(std::function<void(core::ProcName)> hook) { unknown_peer_ = std::move(hook); }
     // Says BYE, flushes what is queued (bounded wait), closes. The endpoint
     // is freed; queued frames that could not leave complete in error.
     void remove_endpoint(Endpoint* ep, TransportEvents& events);
@@ -156,6 +162,7 @@ class Transport {
     plugin::common::FaultInjector faults_;
     std::vector<std::uint8_t> scratch_;  // read buffer
     TransportCounters counters_;
+    std::function<void(core::ProcName)> unknown_peer_;
     mutable std::mutex io_;          // endpoints, queues, connection table, epoll set
     std::mutex progress_;            // one progress() at a time
 };

@@ -114,6 +114,16 @@ void Transport::handle_accept(Conn* listener) {
 }
 
 bool Transport::on_hello(Conn* c, const core::Hello& h) {
+    if (c->kind == Conn::Kind::Incoming && unknown_peer_) {
+        bool known = false;
+        {
+            std::lock_guard lock(io_);
+            for (const Module& m : modules_)
+                known = known || m.peers.count(key_of(h.from)) != 0;
+        }
+        if (!known)
+            unknown_peer_(h.from);  // may add it through the glue's add_procs
+    }
     std::lock_guard lock(io_);
     if (c->kind == Conn::Kind::Outgoing) {
         Endpoint* ep = c->ep;

@@ -28,7 +28,7 @@ struct RawParams {
     int rcvbuf = 0;
     bool nodelay = true;
     unsigned connect_timeout_ms = 10000;
-    unsigned connect_attempts = 5;
+    unsigned connect_attempts = 10;
     unsigned user_timeout_ms = 20000;  // TCP_USER_TIMEOUT and keepalive
     unsigned sendq_frames = 512;       // per endpoint
     double fault_drop = 0.0;

@@ -126,9 +126,13 @@ EndpointFsm::Action EndpointFsm::on_outgoing_lost(Micros now) noexcept {
         return Action::None;  // a socket we had given up already
     if (state_ == EpState::HelloWait && !keep_outgoing(local_, remote_)) {
         // The peer may have refused ours because its own attempt is under
-        // way: give it the time of one attempt to arrive.
+        // way (then it arrives within a round trip), or because it does not
+        // know us yet (still in add_procs): wait one back-off step, then try
+        // again; the attempt limit bounds both.
+        if (attempts_ >= policy_.attempts)
+            return retry_or_fail(now, "connect attempts exhausted");
         transition(EpState::AwaitPeer, "our connection refused, expecting the peer's");
-        deadline_ = now + policy_.connect_timeout;
+        deadline_ = now + retry_backoff(policy_, attempts_);
         return Action::None;
     }
     return retry_or_fail(now, "connect attempt failed");

@@ -10,8 +10,9 @@
 //   An incoming connection whose HELLO names this peer is adopted in Closed,
 //   RetryWait and AwaitPeer, and in Connecting/HelloWait when the peer's name
 //   is the smaller one (core::keep_outgoing); otherwise it is refused.
-//   AwaitPeer: our attempt was refused in favour of the peer's own, which is
-//   on its way; if it does not come in time we try again.
+//   AwaitPeer: our attempt was refused, maybe in favour of the peer's own
+//   (on its way), maybe because the peer does not know us yet; if no
+//   connection comes within one back-off step we try again.
 //
 // Failed (a connection that had carried data broke, or every attempt
 // failed) is final: pending frames complete in error and the PML is told, so
@@ -45,7 +46,7 @@ bool transition_allowed(EpState from, EpState to) noexcept;
 struct ConnectPolicy {
     Micros connect_timeout = 10 * plugin::common::kSeconds;  // per attempt, until HELLO
     Micros retry_delay = 100 * plugin::common::kMillis;      // × attempt (linear)
-    unsigned attempts = 5;                                   // before Failed
+    unsigned attempts = 10;                                  // before Failed
 };
 
 // Wait before attempt `attempt` (1-based) is retried: linear back-off.

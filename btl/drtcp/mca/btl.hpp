@@ -86,6 +86,8 @@ int register_params(const mca_base_component_t* component) noexcept;
 // registered through Open MPI's BTL base).
 Module& template_module() noexcept;
 void fill_module_functions(mca_btl_base_module_t& m) noexcept;
+// A process connected before this one added it (lazy add_procs).
+void add_unknown_peer(core::ProcName name) noexcept;
 
 // Transport events -> Open MPI: frames to the tag's callback, send
 // completions to descriptors, endpoint failures to the error callback.

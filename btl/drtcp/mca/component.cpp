@@ -201,6 +201,7 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
     const opal_process_name_t me = opal_proc_local_get()->proc_name;
     s.transport = std::make_unique<adapter::Transport>(s.config, core::ProcName{me.jobid, me.vpid},
                                                        max_frame, s.log);
+    s.transport->set_unknown_peer_hook(mca::add_unknown_peer);
     s.frags.init(tmpl.super.btl_eager_limit, std::max(tmpl.super.btl_eager_limit,
                                                        tmpl.super.btl_max_send_size),
                  64);

@@ -62,6 +62,13 @@ int drtcp_add_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc_t** pro
         const std::uint16_t link = static_cast<std::uint16_t>(m->index % s.config.links);
         if (link >= addr.links)
             continue;  // the peer opened fewer links
+        if (adapter::Endpoint* known = s.transport->find_endpoint(m->index, name_of(proc))) {
+            // Added already when the peer connected first (see add_unknown_peer).
+            peers[i] = static_cast<mca_btl_base_endpoint_t*>(adapter::Transport::user_of(known));
+            if (reachable != nullptr)
+                opal_bitmap_set_bit(reachable, static_cast<int>(i));
+            continue;
+        }
         auto* ep = new (std::nothrow) mca_btl_base_endpoint_t;
         if (ep == nullptr)
             return OPAL_ERR_OUT_OF_RESOURCE;
@@ -281,6 +288,23 @@ void drtcp_dump(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, int) no
 int drtcp_ft_event(int) noexcept { return OPAL_SUCCESS; }
 
 }  // namespace
+
+void add_unknown_peer(core::ProcName name) noexcept {
+    // Open MPI adds procs lazily (on first send): a peer may connect before
+    // this process has added it. Add it now on every module, as add_procs
+    // would; the BML finds the same endpoints when it adds the proc later.
+    opal_process_name_t pn{};
+    pn.jobid = name.jobid;
+    pn.vpid = name.vpid;
+    opal_proc_t* proc = opal_proc_for_name != nullptr ? opal_proc_for_name(pn) : nullptr;
+    if (proc == nullptr)
+        return;
+    for (Module* m : state().modules) {
+        mca_btl_base_endpoint_t* ep = nullptr;
+        if (m != nullptr)
+            (void)drtcp_add_procs(&m->super, 1, &proc, &ep, nullptr);
+    }
+}
 
 void fill_module_functions(mca_btl_base_module_t& m) noexcept {
     m.btl_add_procs = drtcp_add_procs;
