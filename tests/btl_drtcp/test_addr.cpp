@@ -13,7 +13,9 @@ namespace {
 using namespace btl::drtcp::core;
 using plugin::common::ErrorCode;
 
-IpAddr ip(const char* s) { return *parse_ip(s); }
+IpAddr ip(const char* s) {
+    return *parse_ip(s);
+}
 LocalIf iface(const char* name, const char* addr, std::uint8_t prefix) {
     return {name, ip(addr), prefix};
 }
@@ -42,9 +44,10 @@ TEST(DrtcpAddr, CidrParsingAndMatching) {
 
 TEST(DrtcpAddr, IncludeExcludeByNameOrCidr) {
     const std::vector<LocalIf> all = {iface("lo", "127.0.0.1", 8), iface("raila", "10.71.0.1", 24),
-                                      iface("railb", "10.72.0.1", 24), iface("railb", "fd72::1", 64),
-                                      iface("eth0", "fe80::1", 64)};
-    auto by_name = select_interfaces(all, *parse_if_list("raila, railb"), {}, kFamilyV4 | kFamilyV6);
+                                      iface("railb", "10.72.0.1", 24),
+                                      iface("railb", "fd72::1", 64), iface("eth0", "fe80::1", 64)};
+    auto by_name =
+        select_interfaces(all, *parse_if_list("raila, railb"), {}, kFamilyV4 | kFamilyV6);
     ASSERT_TRUE(by_name.has_value());
     EXPECT_EQ(by_name->size(), 3u);
     auto by_cidr = select_interfaces(all, *parse_if_list("10.72.0.0/16"), {}, kFamilyV4);
@@ -60,7 +63,8 @@ TEST(DrtcpAddr, IncludeExcludeByNameOrCidr) {
 }
 
 TEST(DrtcpAddr, ModexRoundTripAndHostileBlobs) {
-    std::vector<PublishedAddr> addrs = {{ip("10.71.0.3"), 24, 4000, 2}, {ip("fd72::3"), 64, 4001, 1}};
+    std::vector<PublishedAddr> addrs = {{ip("10.71.0.3"), 24, 4000, 2},
+                                        {ip("fd72::3"), 64, 4001, 1}};
     const auto blob = encode_modex(addrs);
     auto back = decode_modex(blob);
     ASSERT_TRUE(back.has_value());
@@ -93,7 +97,8 @@ TEST(DrtcpAddr, ReachabilityPrefersSameSubnetAndSpreadsRails) {
                                                 {ip("10.71.0.2"), 24, 1, 1}};
     EXPECT_EQ(pair_addresses(locals, remotes, false), (std::vector<int>{1, 0}));
     // No common subnet: routed, and each local takes a different address.
-    const std::vector<PublishedAddr> far = {{ip("192.0.2.9"), 24, 1, 1}, {ip("198.51.100.9"), 24, 1, 1}};
+    const std::vector<PublishedAddr> far = {{ip("192.0.2.9"), 24, 1, 1},
+                                            {ip("198.51.100.9"), 24, 1, 1}};
     const auto p = pair_addresses(locals, far, false);
     EXPECT_NE(p[0], p[1]);
     // Loopback only within a node; never across families.

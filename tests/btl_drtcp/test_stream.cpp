@@ -114,7 +114,8 @@ TEST(DrtcpStream, DirectReadsIntoTheFrameBufferMixWithFeeds) {
             const auto direct = d.direct_target(1024);
             if (!direct.empty()) {
                 const std::size_t into = std::min(n, direct.size());
-                std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(pos), into, direct.begin());
+                std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(pos), into,
+                            direct.begin());
                 ASSERT_TRUE(d.commit_direct(into, rec).has_value());
                 pos += into;
                 n -= into;

@@ -74,7 +74,8 @@ constexpr std::uint32_t kMaxFrame = 1 << 20;
 
 struct Rank {
     explicit Rank(core::ProcName n, const core::Config& c = loopback_config())
-        : name(n), t(std::make_unique<Transport>(c, n, kMaxFrame, plugin::common::NullLogSink::instance())) {
+        : name(n),
+          t(std::make_unique<Transport>(c, n, kMaxFrame, plugin::common::NullLogSink::instance())) {
         auto m = t->add_module(kLo, 0, this);
         EXPECT_TRUE(m.has_value());
     }
@@ -122,15 +123,20 @@ TEST(DrtcpTransport, BothWaysInOrderByteExactWithSimultaneousConnect) {
                 b.t->progress(b.rec);
             }
         }
-        ASSERT_TRUE(pump(a, b, [&] {
-            return b.rec.frames.size() == kFrames && a.rec.frames.size() == kFrames &&
-                   a.rec.sent_ok.size() == kFrames && b.rec.sent_ok.size() == kFrames;
-        })) << "seed " << seed << ": b got " << b.rec.frames.size() << ", a got "
+        ASSERT_TRUE(pump(a, b,
+                         [&] {
+                             return b.rec.frames.size() == kFrames &&
+                                    a.rec.frames.size() == kFrames &&
+                                    a.rec.sent_ok.size() == kFrames &&
+                                    b.rec.sent_ok.size() == kFrames;
+                         }))
+            << "seed " << seed << ": b got " << b.rec.frames.size() << ", a got "
             << a.rec.frames.size();
         for (int i = 0; i < kFrames; ++i) {
             const auto& f = *to_b[static_cast<std::size_t>(i)];
-            ASSERT_EQ(b.rec.frames[static_cast<std::size_t>(i)],
-                      std::vector<std::uint8_t>(f.bytes.begin() + core::kFrameHeaderSize, f.bytes.end()))
+            ASSERT_EQ(
+                b.rec.frames[static_cast<std::size_t>(i)],
+                std::vector<std::uint8_t>(f.bytes.begin() + core::kFrameHeaderSize, f.bytes.end()))
                 << "seed " << seed << " frame " << i;
             EXPECT_EQ(b.rec.tags[static_cast<std::size_t>(i)], f.bytes[1]);
         }
@@ -227,9 +233,8 @@ TEST(DrtcpTransport, StrangersAndGarbageAreRefusedWhileTheJobGoesOn) {
         if (bytes.size() < core::kHelloSize)
             ::shutdown(fd, SHUT_WR);  // truncated: the peer sees EOF mid-HELLO
         const std::uint64_t refused = b.t->counters().refused + b.t->counters().duplicates;
-        ASSERT_TRUE(pump(a, b, [&] {
-            return b.t->counters().refused + b.t->counters().duplicates > refused;
-        }));
+        ASSERT_TRUE(pump(
+            a, b, [&] { return b.t->counters().refused + b.t->counters().duplicates > refused; }));
         ::close(fd);
         send_one(rng());
     }

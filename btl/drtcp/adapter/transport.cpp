@@ -14,8 +14,8 @@ namespace btl::drtcp::adapter {
 
 using plugin::common::ErrorCode;
 using plugin::common::fail;
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 using plugin::common::Micros;
 
 Micros monotonic_micros() noexcept {
@@ -44,8 +44,12 @@ Transport::~Transport() {
         ::close(epfd_);
 }
 
-void* Transport::user_of(const Endpoint* ep) noexcept { return ep->user; }
-core::EpState Transport::state_of(const Endpoint* ep) noexcept { return ep->fsm.state(); }
+void* Transport::user_of(const Endpoint* ep) noexcept {
+    return ep->user;
+}
+core::EpState Transport::state_of(const Endpoint* ep) noexcept {
+    return ep->fsm.state();
+}
 
 Result<void> Transport::ensure_listener(std::uint8_t family) {
     const int slot = family == 4 ? 0 : 1;
@@ -54,8 +58,9 @@ Result<void> Transport::ensure_listener(std::uint8_t family) {
     if (epfd_ < 0)
         return fail(ErrorCode::NoResources, "epoll_create1 failed");
     std::uint16_t port = 0;
-    auto fd = family == 4 ? listen_on(4, config_.port_min_v4, config_.port_range_v4, sockopts_, &port)
-                          : listen_on(6, config_.port_min_v6, config_.port_range_v6, sockopts_, &port);
+    auto fd = family == 4
+                  ? listen_on(4, config_.port_min_v4, config_.port_range_v4, sockopts_, &port)
+                  : listen_on(6, config_.port_min_v6, config_.port_range_v6, sockopts_, &port);
     if (!fd)
         return fail(fd.error());
     listeners_.push_back(std::make_unique<Conn>(Conn::Kind::Listener, *fd, max_frame_));
@@ -81,8 +86,9 @@ std::vector<core::PublishedAddr> Transport::published() const {
     std::lock_guard lock(io_);
     std::vector<core::PublishedAddr> out;
     for (const Module& m : modules_) {
-        auto same = std::find_if(out.begin(), out.end(),
-                                 [&](const core::PublishedAddr& p) { return p.addr == m.local.addr; });
+        auto same = std::find_if(out.begin(), out.end(), [&](const core::PublishedAddr& p) {
+            return p.addr == m.local.addr;
+        });
         if (same != out.end()) {
             same->links = static_cast<std::uint16_t>(std::max<int>(same->links, m.link + 1));
             continue;
@@ -99,8 +105,8 @@ Endpoint* Transport::add_endpoint(int module, core::ProcName remote,
     Module& m = modules_.at(static_cast<std::size_t>(module));
     if (auto it = m.peers.find(key_of(remote)); it != m.peers.end())
         return it->second;
-    endpoints_.push_back(std::make_unique<Endpoint>(module, remote, to_sockaddr(addr.addr, addr.port),
-                                                    user, config_.connect, self_, *log_));
+    endpoints_.push_back(std::make_unique<Endpoint>(
+        module, remote, to_sockaddr(addr.addr, addr.port), user, config_.connect, self_, *log_));
     Endpoint* ep = endpoints_.back().get();
     m.peers.emplace(key_of(remote), ep);
     return ep;
@@ -142,7 +148,8 @@ void Transport::close_conn(Conn* c) {
         if (c->ep->outgoing == c)
             c->ep->outgoing = nullptr;
     }
-    auto it = std::find_if(conns_.begin(), conns_.end(), [&](const auto& p) { return p.get() == c; });
+    auto it =
+        std::find_if(conns_.begin(), conns_.end(), [&](const auto& p) { return p.get() == c; });
     if (it != conns_.end()) {
         graveyard_.push_back(std::move(*it));
         conns_.erase(it);
@@ -227,7 +234,8 @@ SendResult Transport::send(Endpoint* ep, const core::SendQueue::Frame& frame) {
         return SendResult::Unreachable;
     if (config_.fault_fail_after != 0 && ++m.sent > config_.fault_fail_after) {
         logf(*log_, LogLevel::Warn, "fault injection: module %s link %u dies after %llu frames",
-             m.local.name.c_str(), m.link, static_cast<unsigned long long>(config_.fault_fail_after));
+             m.local.name.c_str(), m.link,
+             static_cast<unsigned long long>(config_.fault_fail_after));
         m.dying = true;
         dying_ = true;
         return SendResult::Unreachable;
@@ -287,7 +295,8 @@ void Transport::say_bye_and_close(Endpoint* ep, std::vector<void*>& done,
             (void)::poll(&p, 1, 10);
         }
         std::uint8_t bye[core::kFrameHeaderSize];
-        if (ep->active != nullptr && core::encode(core::FrameHeader{0, core::kFrameFlagBye, 0}, bye)) {
+        if (ep->active != nullptr &&
+            core::encode(core::FrameHeader{0, core::kFrameFlagBye, 0}, bye)) {
             (void)::send(c->fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
             ::shutdown(c->fd, SHUT_WR);
         }

@@ -36,11 +36,11 @@ struct TransportCounters {
     std::uint64_t frames_received = 0;
     std::uint64_t bytes_sent = 0;
     std::uint64_t bytes_received = 0;
-    std::uint64_t connects = 0;        // outgoing connections attempted
-    std::uint64_t accepts = 0;         // incoming connections accepted by the kernel
-    std::uint64_t refused = 0;         // incoming with a bad or unexpected HELLO, or silent
-    std::uint64_t duplicates = 0;      // simultaneous connects resolved by closing one
-    std::uint64_t protocol_errors = 0; // malformed stream on an identified connection
+    std::uint64_t connects = 0;         // outgoing connections attempted
+    std::uint64_t accepts = 0;          // incoming connections accepted by the kernel
+    std::uint64_t refused = 0;          // incoming with a bad or unexpected HELLO, or silent
+    std::uint64_t duplicates = 0;       // simultaneous connects resolved by closing one
+    std::uint64_t protocol_errors = 0;  // malformed stream on an identified connection
     std::uint64_t endpoint_failures = 0;
     std::uint64_t fault_dropped = 0;
     std::uint64_t fault_corrupted = 0;
@@ -81,7 +81,9 @@ class Transport {
     // Called (with no transport lock held) when a process this one has not
     // added yet connects: the glue may add it (Open MPI adds procs lazily,
     // on first use), and the connection is then accepted.
-    void set_unknown_peer_hook(std::function<void(core::ProcName)> hook) { unknown_peer_ = std::move(hook); }
+    void set_unknown_peer_hook(std::function<void(core::ProcName)> hook) {
+        unknown_peer_ = std::move(hook);
+    }
     // Says BYE, flushes what is queued (bounded wait), closes. The endpoint
     // is freed; queued frames that could not leave complete in error.
     void remove_endpoint(Endpoint* ep, TransportEvents& events);
@@ -113,7 +115,7 @@ class Transport {
         std::uint16_t link = 0;
         void* user = nullptr;
         bool dead = false;
-        bool dying = false;  // kill_module() asked; progress() tears it down
+        bool dying = false;      // kill_module() asked; progress() tears it down
         std::uint64_t sent = 0;  // frames accepted (fault_fail_after counts them)
         std::unordered_map<std::uint64_t, Endpoint*> peers;  // by ProcName
     };
@@ -149,7 +151,7 @@ class Transport {
     std::uint16_t listen_port_[2] = {0, 0};  // v4, v6
     std::vector<Module> modules_;
     std::vector<std::unique_ptr<Endpoint>> endpoints_;
-    std::vector<std::unique_ptr<Conn>> conns_;  // live connections (owned)
+    std::vector<std::unique_ptr<Conn>> conns_;      // live connections (owned)
     std::vector<std::unique_ptr<Conn>> graveyard_;  // closed, freed after the event batch
     std::vector<Endpoint*> broken_;  // a send hit a dead socket: progress() handles it
     // Outcomes collected by the progress thread while reading (e.g. a HELLO
@@ -157,14 +159,14 @@ class Transport {
     std::vector<void*> p_done_;
     std::vector<void*> p_errored_;
     std::vector<Endpoint*> p_report_;
-    bool timers_ = false;            // some endpoint or connection has a deadline
-    bool dying_ = false;             // some module was killed
+    bool timers_ = false;  // some endpoint or connection has a deadline
+    bool dying_ = false;   // some module was killed
     plugin::common::FaultInjector faults_;
     std::vector<std::uint8_t> scratch_;  // read buffer
     TransportCounters counters_;
     std::function<void(core::ProcName)> unknown_peer_;
-    mutable std::mutex io_;          // endpoints, queues, connection table, epoll set
-    std::mutex progress_;            // one progress() at a time
+    mutable std::mutex io_;  // endpoints, queues, connection table, epoll set
+    std::mutex progress_;    // one progress() at a time
 };
 
 }  // namespace btl::drtcp::adapter

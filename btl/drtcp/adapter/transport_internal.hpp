@@ -13,12 +13,12 @@ struct Conn {
     Kind kind;
     int fd;
     core::StreamDecoder decoder;
-    Endpoint* ep = nullptr;     // outgoing: from the start; incoming: once adopted
-    bool connecting = false;    // outgoing, TCP handshake not finished
-    bool identified = false;    // HELLO exchanged: carries frames of `ep`
-    bool closed = false;        // in the graveyard; ignore further events
+    Endpoint* ep = nullptr;   // outgoing: from the start; incoming: once adopted
+    bool connecting = false;  // outgoing, TCP handshake not finished
+    bool identified = false;  // HELLO exchanged: carries frames of `ep`
+    bool closed = false;      // in the graveyard; ignore further events
     bool refused_duplicate = false;
-    core::IpAddr local;         // incoming: the address it arrived on
+    core::IpAddr local;  // incoming: the address it arrived on
     plugin::common::Micros deadline = plugin::common::kNever;  // incoming: HELLO due by
     std::uint32_t interest = 0;
 };

@@ -13,8 +13,8 @@
 namespace btl::drtcp::adapter {
 
 using plugin::common::kNever;
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 using plugin::common::Micros;
 using Action = core::EndpointFsm::Action;
 

@@ -17,7 +17,7 @@ bool IpAddr::loopback() const noexcept {
     if (family == 4)
         return bytes[0] == 127;
     static constexpr std::array<std::uint8_t, 16> kOne{0, 0, 0, 0, 0, 0, 0, 0,
-                                                      0, 0, 0, 0, 0, 0, 0, 1};
+                                                       0, 0, 0, 0, 0, 0, 0, 1};
     return bytes == kOne;
 }
 
@@ -113,12 +113,10 @@ Result<IfList> parse_if_list(std::string_view text) {
     return list;
 }
 
-Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all,
-                                               const IfList& include, const IfList& exclude,
-                                               unsigned families) {
+Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all, const IfList& include,
+                                               const IfList& exclude, unsigned families) {
     if (!include.empty() && !exclude.empty())
-        return fail(ErrorCode::InvalidArgument,
-                    "if_include and if_exclude are mutually exclusive");
+        return fail(ErrorCode::InvalidArgument, "if_include and if_exclude are mutually exclusive");
     std::vector<LocalIf> out;
     for (const LocalIf& i : all) {
         const unsigned fam = i.addr.family == 4 ? kFamilyV4 : kFamilyV6;

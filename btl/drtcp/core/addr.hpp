@@ -68,9 +68,8 @@ inline constexpr unsigned kFamilyV6 = 2;
 // The interfaces drtcp opens modules on. With an include list only those;
 // else all but the exclude list. Link-local IPv6 addresses are never used
 // (they need a scope). Both lists set is an error (the caller reports it).
-Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all,
-                                               const IfList& include, const IfList& exclude,
-                                               unsigned families);
+Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all, const IfList& include,
+                                               const IfList& exclude, unsigned families);
 
 struct PublishedAddr {
     IpAddr addr;

@@ -4,11 +4,17 @@
 
 namespace btl::drtcp::core {
 
-RawParams default_params() noexcept { return RawParams{}; }
+RawParams default_params() noexcept {
+    return RawParams{};
+}
 
 namespace {
-bool is_probability(double p) noexcept { return std::isfinite(p) && p >= 0.0 && p <= 1.0; }
-bool set(const char* s) noexcept { return s != nullptr && *s != '\0'; }
+bool is_probability(double p) noexcept {
+    return std::isfinite(p) && p >= 0.0 && p <= 1.0;
+}
+bool set(const char* s) noexcept {
+    return s != nullptr && *s != '\0';
+}
 }  // namespace
 
 std::string validate(const RawParams& raw, Config& out) {

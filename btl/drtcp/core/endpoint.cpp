@@ -3,8 +3,8 @@
 namespace btl::drtcp::core {
 
 using plugin::common::kNever;
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 
 std::string_view to_string(EpState s) noexcept {
     switch (s) {
@@ -40,8 +40,7 @@ bool transition_allowed(EpState from, EpState to) noexcept {
             return to == EpState::HelloWait || to == EpState::Connected ||
                    to == EpState::RetryWait || to == EpState::AwaitPeer;
         case EpState::HelloWait:
-            return to == EpState::Connected || to == EpState::RetryWait ||
-                   to == EpState::AwaitPeer;
+            return to == EpState::Connected || to == EpState::RetryWait || to == EpState::AwaitPeer;
         case EpState::Connected:
         case EpState::Failed:
         case EpState::Gone:

@@ -58,9 +58,9 @@ class EndpointFsm {
   public:
     enum class Action : std::uint8_t {
         None,
-        Connect,         // open a new outgoing connection
-        Fail,            // complete pending frames in error and report the peer
-        Forget,          // peer gone: complete pending frames in error, report nothing
+        Connect,  // open a new outgoing connection
+        Fail,     // complete pending frames in error and report the peer
+        Forget,   // peer gone: complete pending frames in error, report nothing
     };
     enum class Incoming : std::uint8_t { Adopt, Refuse };
 

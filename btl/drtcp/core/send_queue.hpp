@@ -42,7 +42,9 @@ class SendQueue {
     [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
     // True while the head frame is partly written (it must not be dropped).
-    [[nodiscard]] bool mid_frame() const noexcept { return size_ > 0 && head_piece_off_ + piece_ > 0; }
+    [[nodiscard]] bool mid_frame() const noexcept {
+        return size_ > 0 && head_piece_off_ + piece_ > 0;
+    }
 
     // False when the frame has no or too many pieces.
     bool push(const Frame& frame);
@@ -64,8 +66,8 @@ class SendQueue {
     std::vector<Frame> ring_;
     std::size_t head_ = 0;
     std::size_t size_ = 0;
-    std::size_t piece_ = 0;            // of the head frame, first unwritten piece
-    std::size_t head_piece_off_ = 0;   // bytes of that piece already written
+    std::size_t piece_ = 0;           // of the head frame, first unwritten piece
+    std::size_t head_piece_off_ = 0;  // bytes of that piece already written
 };
 
 }  // namespace btl::drtcp::core

@@ -65,10 +65,10 @@ class StreamDecoder {
 
     std::uint32_t max_frame_;
     Phase phase_;
-    std::size_t need_;                  // size of the message being assembled
-    std::size_t filled_ = 0;            // its bytes so far (only when split)
+    std::size_t need_;                      // size of the message being assembled
+    std::size_t filled_ = 0;                // its bytes so far (only when split)
     std::unique_ptr<std::uint8_t[]> held_;  // max(max_frame, HELLO) bytes, on first split
-    std::uint8_t tag_ = 0;              // of the frame whose payload is expected
+    std::uint8_t tag_ = 0;                  // of the frame whose payload is expected
     std::uint64_t frames_ = 0;
 };
 

@@ -16,7 +16,9 @@ int drtcp_open() noexcept;
 int drtcp_close() noexcept;
 mca_btl_base_module_t** drtcp_init(int* num_btls, bool enable_progress_threads,
                                    bool enable_mpi_threads) noexcept;
-int drtcp_progress() noexcept { return btl::drtcp::mca::progress(); }
+int drtcp_progress() noexcept {
+    return btl::drtcp::mca::progress();
+}
 
 }  // namespace
 
@@ -38,8 +40,8 @@ __attribute__((visibility("default"))) mca_btl_base_component_3_0_0_t mca_btl_dr
 
 namespace btl::drtcp::mca {
 
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 
 State& state() noexcept {
     static State s;
@@ -136,8 +138,8 @@ int progress() noexcept {
 namespace {
 
 using namespace btl::drtcp;
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 
 int drtcp_register() noexcept {
     mca_base_component_t* self = &mca_btl_drtcp_component.btl_version;
@@ -202,9 +204,8 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
     s.transport = std::make_unique<adapter::Transport>(s.config, core::ProcName{me.jobid, me.vpid},
                                                        max_frame, s.log);
     s.transport->set_unknown_peer_hook(mca::add_unknown_peer);
-    s.frags.init(tmpl.super.btl_eager_limit, std::max(tmpl.super.btl_eager_limit,
-                                                       tmpl.super.btl_max_send_size),
-                 64);
+    s.frags.init(tmpl.super.btl_eager_limit,
+                 std::max(tmpl.super.btl_eager_limit, tmpl.super.btl_max_send_size), 64);
     s.modules.clear();
     s.finalized = 0;
     for (std::size_t i = 0; i < s.interfaces.size(); ++i) {
@@ -212,7 +213,8 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
             auto* m = new (std::nothrow) mca::Module(tmpl);
             if (m == nullptr)
                 break;
-            auto idx = s.transport->add_module(s.interfaces[i], static_cast<std::uint16_t>(link), m);
+            auto idx =
+                s.transport->add_module(s.interfaces[i], static_cast<std::uint16_t>(link), m);
             if (!idx) {
                 logf(s.log, LogLevel::Warn, "no listener for %s: %s", s.interfaces[i].name.c_str(),
                      idx.error().message.data());

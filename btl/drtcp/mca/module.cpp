@@ -12,12 +12,14 @@ extern "C" mca_btl_base_component_3_0_0_t mca_btl_drtcp_component;
 
 namespace btl::drtcp::mca {
 
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 
 namespace {
 
-Module* as_module(mca_btl_base_module_t* b) noexcept { return reinterpret_cast<Module*>(b); }
+Module* as_module(mca_btl_base_module_t* b) noexcept {
+    return reinterpret_cast<Module*>(b);
+}
 
 core::ProcName name_of(const opal_proc_t* p) noexcept {
     return {p->proc_name.jobid, p->proc_name.vpid};
@@ -79,8 +81,9 @@ int drtcp_add_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc_t** pro
         if (reachable != nullptr)
             opal_bitmap_set_bit(reachable, static_cast<int>(i));
         logf(s.log, LogLevel::Debug, "%s reachable through %s link %u at %s:%u",
-             OPAL_NAME_PRINT(proc->proc_name), s.interfaces[static_cast<std::size_t>(m->interface)].name.c_str(),
-             link, addr.addr.str().c_str(), addr.port);
+             OPAL_NAME_PRINT(proc->proc_name),
+             s.interfaces[static_cast<std::size_t>(m->interface)].name.c_str(), link,
+             addr.addr.str().c_str(), addr.port);
     }
     return OPAL_SUCCESS;
 }
@@ -182,8 +185,8 @@ adapter::SendResult send_frag(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base
     return state().transport->send(ep->ep, frame);
 }
 
-int drtcp_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep,
-               mca_btl_base_descriptor_t* des, mca_btl_base_tag_t tag) noexcept {
+int drtcp_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, mca_btl_base_descriptor_t* des,
+               mca_btl_base_tag_t tag) noexcept {
     auto* f = reinterpret_cast<Frag*>(des);
     if (ep == nullptr || des->des_segment_count > 2)
         return OPAL_ERR_BAD_PARAM;
@@ -209,8 +212,8 @@ int drtcp_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep,
 }
 
 int drtcp_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
-                opal_convertor_t* convertor, void* header, size_t header_size,
-                size_t payload_size, uint8_t, uint32_t flags, mca_btl_base_tag_t tag,
+                opal_convertor_t* convertor, void* header, size_t header_size, size_t payload_size,
+                uint8_t, uint32_t flags, mca_btl_base_tag_t tag,
                 mca_btl_base_descriptor_t** descriptor) noexcept {
     State& s = state();
     if (descriptor != nullptr)
@@ -285,7 +288,9 @@ void drtcp_dump(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, int) no
                 static_cast<unsigned long long>(k.endpoint_failures));
 }
 
-int drtcp_ft_event(int) noexcept { return OPAL_SUCCESS; }
+int drtcp_ft_event(int) noexcept {
+    return OPAL_SUCCESS;
+}
 
 }  // namespace
 

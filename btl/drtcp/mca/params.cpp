@@ -32,10 +32,11 @@ int register_params(const mca_base_component_t* component) noexcept {
                   ParamType::Int, &r.verbose, d.verbose},
         ParamSpec{"links", "TCP connections (and BTL modules) per interface and peer (1..16)",
                   ParamType::Unsigned, &r.links, d.links},
-        ParamSpec{"if_include",
-                  "Interfaces to use: comma-separated names (eth0) or CIDRs (10.0.0.0/8, fd00::/8); "
-                  "mutually exclusive with if_exclude",
-                  ParamType::String, &r.if_include, 0, 0.0, ""},
+        ParamSpec{
+            "if_include",
+            "Interfaces to use: comma-separated names (eth0) or CIDRs (10.0.0.0/8, fd00::/8); "
+            "mutually exclusive with if_exclude",
+            ParamType::String, &r.if_include, 0, 0.0, ""},
         ParamSpec{"if_exclude",
                   "Interfaces not to use: names or CIDRs; mutually exclusive with if_include. When "
                   "neither is set, loopback is excluded unless nothing else is up",

@@ -425,9 +425,9 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
     core::ChannelParams params = core::channel_params(config);
     g_rel.channel = std::make_unique<core::ReliableChannel>(params, g_rel.glue, log);
     // Each process draws its own faults; the seed keeps a run reproducible.
-    g_rel.faults =
-        plugin::common::FaultInjector(config.fault_drop, config.fault_corrupt, config.fault_dup,
-                            config.fault_seed * 0x100000001B3ull + OMPI_PROC_MY_NAME->vpid);
+    g_rel.faults = plugin::common::FaultInjector(
+        config.fault_drop, config.fault_corrupt, config.fault_dup,
+        config.fault_seed * 0x100000001B3ull + OMPI_PROC_MY_NAME->vpid);
     g_rel.timer.init([](Micros now) {
         Guard g;
         g_rel.now = now;
