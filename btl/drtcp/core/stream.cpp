@@ -34,13 +34,18 @@ Result<void> StreamDecoder::failed(Error e) {
     phase_ = Phase::Failed;
     filled_ = 0;
     held_.reset();
+    held_cap_ = 0;
     return fail(e);
 }
 
 void StreamDecoder::reserve_held() {
-    if (!held_)
-        held_ = std::make_unique_for_overwrite<std::uint8_t[]>(
-            std::max<std::size_t>(max_frame_, kHelloSize));
+    if (need_ <= held_cap_)
+        return;
+    auto bigger = std::make_unique_for_overwrite<std::uint8_t[]>(need_);
+    if (filled_ > 0)
+        std::memcpy(bigger.get(), held_.get(), filled_);
+    held_ = std::move(bigger);
+    held_cap_ = need_;
 }
 
 // A whole message of the current phase: act on it and move to the next.

@@ -4,8 +4,8 @@
 // frame at a time. Partial reads are the normal case, not an error.
 //
 // Memory is bounded: at most max_frame bytes are held (and only when a frame
-// arrives split across reads; a frame wholly inside one read is handed out
-// in place). For a large payload split across reads the adapter may read
+// arrives split across reads, sized to the largest such frame; a frame
+// wholly inside one read is handed out in place). For a large payload split across reads the adapter may read
 // straight into the held buffer (direct_target/commit_direct), so such a
 // payload is copied once, by the kernel. A length above max_frame, a bad sync
 // byte or a HELLO the sink refuses fails the stream for good: a byte stream
@@ -67,7 +67,8 @@ class StreamDecoder {
     Phase phase_;
     std::size_t need_;                      // size of the message being assembled
     std::size_t filled_ = 0;                // its bytes so far (only when split)
-    std::unique_ptr<std::uint8_t[]> held_;  // max(max_frame, HELLO) bytes, on first split
+    std::unique_ptr<std::uint8_t[]> held_;  // grown to the largest split message (<= max_frame)
+    std::size_t held_cap_ = 0;
     std::uint8_t tag_ = 0;                  // of the frame whose payload is expected
     std::uint64_t frames_ = 0;
 };

@@ -1,0 +1,308 @@
+// Writes the seed corpora of the fuzz targets from valid encodings, or
+// checks the checked-in ones against what it would write.
+//
+//   fuzz_gen_corpus DIR           (re)write DIR/<target>/<seed> files
+//   fuzz_gen_corpus --check DIR   exit 1 if a seed file is missing or stale
+//
+// Run it after a wire format change (from the build dir):
+//   tests/fuzz/fuzz_gen_corpus ../path/to/repo/tests/fuzz/corpus
+// Other files in the corpus directories (e.g. crash reproducers added as
+// regression inputs) are left alone and replayed like the seeds.
+//
+// Each seed is the target's control prefix (see the target's header
+// comment) followed by wire bytes that decode; the generator refuses to
+// write a seed that does not, so a stale encoder shows up here first.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "btl/drtcp/core/wire.hpp"
+#include "crc32c.hpp"
+#include "pml/dr/core/wire.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace drtcp = btl::drtcp::core;
+namespace pml = pml::dr::core;
+using Bytes = std::vector<std::uint8_t>;
+
+struct SeedFile {
+    std::string path;  // <target>/<name>
+    Bytes bytes;
+};
+
+[[noreturn]] void die(const std::string& why) {
+    std::fprintf(stderr, "fuzz_gen_corpus: %s\n", why.c_str());
+    std::exit(1);
+}
+
+void put_u32(Bytes& b, std::uint32_t v) {
+    for (int i = 3; i >= 0; --i)
+        b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+Bytes pattern(std::size_t n, std::uint8_t start) {
+    Bytes b(n);
+    for (std::size_t i = 0; i < n; ++i)
+        b[i] = static_cast<std::uint8_t>(start + 31 * i);
+    return b;
+}
+
+// ------------------------------------------------------------ drtcp
+drtcp::Hello hello(std::uint32_t jobid, std::uint32_t vpid, std::uint16_t link,
+                   std::uint64_t nonce) {
+    drtcp::Hello h;
+    h.from.jobid = jobid;
+    h.from.vpid = vpid;
+    h.link = link;
+    h.nonce = nonce;
+    return h;
+}
+
+void append_hello(Bytes& b, const drtcp::Hello& h) {
+    const std::size_t at = b.size();
+    b.resize(at + drtcp::kHelloSize);
+    if (!drtcp::encode(h, std::span(b).subspan(at)) ||
+        !drtcp::decode_hello(std::span(b).subspan(at)))
+        die("drtcp HELLO does not round-trip");
+}
+
+void append_frame(Bytes& b, std::uint8_t tag, const Bytes& payload, std::uint32_t max_frame) {
+    drtcp::FrameHeader h;
+    h.tag = tag;
+    h.len = static_cast<std::uint32_t>(payload.size());
+    const std::size_t at = b.size();
+    b.resize(at + drtcp::kFrameHeaderSize);
+    if (!drtcp::encode(h, std::span(b).subspan(at)) ||
+        !drtcp::decode_frame_header(std::span(b).subspan(at), max_frame))
+        die("drtcp frame header does not round-trip");
+    b.insert(b.end(), payload.begin(), payload.end());
+}
+
+void drtcp_seeds(std::vector<SeedFile>& out) {
+    // fuzz_drtcp_hello: | ctrl | HELLO |
+    const auto hello_seed = [&](const char* name, std::uint8_t ctrl, const drtcp::Hello& h) {
+        Bytes b{ctrl};
+        append_hello(b, h);
+        out.push_back({std::string("drtcp_hello/") + name, b});
+    };
+    hello_seed("valid", 0, hello(0x1234, 7, 1, 0x0102030405060708u));
+    hello_seed("extremes", 0, hello(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFF, ~0ull));
+    hello_seed("raw_crc", 0x01, hello(0, 0, 0, 0));
+
+    // fuzz_drtcp_frame_header: | max_frame | header |
+    const auto header_seed = [&](const char* name, std::uint32_t max_frame, std::uint8_t tag,
+                                 std::uint32_t len) {
+        Bytes b;
+        put_u32(b, max_frame);
+        drtcp::FrameHeader h;
+        h.tag = tag;
+        h.len = len;
+        const std::size_t at = b.size();
+        b.resize(at + drtcp::kFrameHeaderSize);
+        if (!drtcp::encode(h, std::span(b).subspan(at)) ||
+            !drtcp::decode_frame_header(std::span(b).subspan(at), max_frame))
+            die("drtcp frame header seed does not decode");
+        out.push_back({std::string("drtcp_frame_header/") + name, b});
+    };
+    header_seed("small", 65536, 65, 100);
+    header_seed("at_limit", 4096, 0xFF, 4096);
+    header_seed("empty", 0, 0, 0);
+    {
+        Bytes b;
+        put_u32(b, 1024);
+        drtcp::FrameHeader h;
+        h.flags = drtcp::kFrameFlagBye;
+        const std::size_t at = b.size();
+        b.resize(at + drtcp::kFrameHeaderSize);
+        if (!drtcp::encode(h, std::span(b).subspan(at)) ||
+            !drtcp::decode_frame_header(std::span(b).subspan(at), 1024))
+            die("drtcp BYE seed does not decode");
+        out.push_back({"drtcp_frame_header/bye", b});
+    }
+
+    // fuzz_drtcp_stream: | ctrl | max_frame | n | n read sizes | stream |
+    const auto stream_seed = [&](const char* name, std::uint8_t ctrl, std::uint32_t max_frame,
+                                 const Bytes& reads, const Bytes& stream) {
+        Bytes b{ctrl};
+        put_u32(b, max_frame);
+        b.push_back(static_cast<std::uint8_t>(reads.size()));
+        b.insert(b.end(), reads.begin(), reads.end());
+        b.insert(b.end(), stream.begin(), stream.end());
+        out.push_back({std::string("drtcp_stream/") + name, b});
+    };
+    {
+        Bytes s;
+        append_hello(s, hello(5, 9, 0, 42));
+        append_frame(s, 1, {}, 1024);
+        append_frame(s, 2, pattern(5, 1), 1024);
+        append_frame(s, 3, pattern(300, 2), 1024);
+        stream_seed("hello_frames_split", 0, 1024, {1, 7, 32, 200}, s);
+        stream_seed("hello_frames_one_read", 0, 1024, {}, s);
+        stream_seed("refused_hello", 0x02, 1024, {40}, s);
+    }
+    {
+        Bytes s;
+        append_frame(s, 7, pattern(64, 3), 64);
+        append_frame(s, 8, {}, 64);
+        append_frame(s, 9, pattern(10, 4), 64);
+        s.insert(s.end(), {0xD7, 10, 0, 0, 0, 0, 0, 20, 1, 2});  // a frame cut short
+        stream_seed("no_hello_partial", 0x01, 64, {3, 0, 9}, s);
+    }
+    {
+        // Adapter-style reads (kDirect, min_direct 32) of a large payload,
+        // then a BYE.
+        Bytes s;
+        append_hello(s, hello(1, 2, 3, 4));
+        append_frame(s, 4, pattern(100, 6), 4096);
+        append_frame(s, 5, pattern(600, 8), 4096);
+        drtcp::FrameHeader bye;
+        bye.flags = drtcp::kFrameFlagBye;
+        const std::size_t at = s.size();
+        s.resize(at + drtcp::kFrameHeaderSize);
+        if (!drtcp::encode(bye, std::span(s).subspan(at)))
+            die("drtcp BYE does not encode");
+        stream_seed("direct_reads_bye", 0x08 | (1 << 4), 4096, {50, 100, 0xF0}, s);
+    }
+}
+
+// ------------------------------------------------------------ pml dr
+pml::Common common(std::uint16_t flags, std::uint32_t seq) {
+    pml::Common c;
+    c.flags = flags;
+    c.src_jobid = 0x8001'0203u;
+    c.src_vpid = 3;
+    c.frame_seq = seq;
+    return c;
+}
+
+pml::MatchFields match(const Bytes& payload, bool csum) {
+    pml::MatchFields m;
+    m.cid = 4;
+    m.src_rank = 3;
+    m.tag = -17;
+    m.msg_seq = 0xFFFE;
+    m.payload_len = static_cast<std::uint32_t>(payload.size());
+    m.payload_crc = csum ? plugin::common::crc32c(payload.data(), payload.size()) : 0;
+    return m;
+}
+
+void pml_seeds(std::vector<SeedFile>& out) {
+    // fuzz_pml_dr_frame: | ctrl | split | stamp_seq | frame |
+    const auto seed = [&](const char* name, std::uint8_t ctrl, std::uint8_t split, const auto& hdr,
+                          const Bytes& payload) {
+        Bytes b{ctrl, split};
+        put_u32(b, 0x00010002u);
+        const std::size_t at = b.size();
+        b.resize(at + pml::kMaxHeaderSize);
+        const auto n = pml::encode(hdr, std::span(b).subspan(at));
+        if (!n)
+            die(std::string("pml frame seed does not encode: ") + name);
+        b.resize(at + *n);
+        b.insert(b.end(), payload.begin(), payload.end());
+        if (!pml::decode(std::span(b).subspan(at)))
+            die(std::string("pml frame seed does not decode: ") + name);
+        out.push_back({std::string("pml_dr_frame/") + name, b});
+    };
+    constexpr std::uint8_t kStampRetransmit = 1 << 3;
+    constexpr std::uint8_t kStampBoth = 3 << 3;
+    {
+        const Bytes p = pattern(5, 9);
+        seed("match_csum", 0, 2, pml::MatchHdr{common(pml::kFlagPayloadCsum, 1), match(p, true)},
+             p);
+        seed("match_empty", kStampRetransmit, 0, pml::MatchHdr{common(0, 0), match({}, false)},
+             Bytes{});
+        // Valid as it stands: the raw bits only stop the fix-ups.
+        seed("match_raw", 0x07, 1, pml::MatchHdr{common(pml::kFlagPayloadCsum, 9), match(p, true)},
+             p);
+    }
+    {
+        const Bytes p = pattern(8, 5);
+        pml::RndvHdr r{common(pml::kFlagPayloadCsum | pml::kFlagSync | pml::kFlagCreditStarved, 2),
+                       match(p, true), 100000, 0xCAFE, 0};
+        seed("rndv", kStampBoth, 3, r, p);
+        const Bytes handle = pattern(16, 7);
+        pml::RndvHdr g{common(pml::kFlagPayloadCsum | pml::kFlagRget, 3), match(handle, true),
+                       1u << 20, 0xBEEF, 0x7F00'0000'1000u};
+        seed("rndv_rget", 0, 7, g, handle);
+    }
+    seed("cts", 0, 0, pml::CtsHdr{common(0, 4), 0xCAFE, 0xF00D, 10, 100}, Bytes{});
+    // Seeds on the edge of validity, so that small edits cross it.
+    seed("cts_at_limit", 0, 0, pml::CtsHdr{common(0, 4), 0xCAFE, 0xF00D, 100, 100}, Bytes{});
+    {
+        const Bytes p = pattern(20, 13);
+        pml::RndvHdr r{common(0, 2), match(p, false), 20, 0xCAFE, 0};
+        seed("rndv_whole_message", 0, 0, r, p);
+    }
+    {
+        const Bytes p = pattern(12, 11);
+        pml::FragHdr f{common(pml::kFlagPayloadCsum | pml::kFlagAckNow, 5), 0xF00D, 4096,
+                       static_cast<std::uint32_t>(p.size()),
+                       plugin::common::crc32c(p.data(), p.size())};
+        seed("frag", kStampRetransmit, 5, f, p);
+    }
+    seed("ack", 0, 0, pml::AckHdr{common(0, 0), 41, 43, 0x5ull}, Bytes{});
+    seed("credit", 0, 0, pml::CreditHdr{common(pml::kFlagRetransmit, 6), 1u << 16}, Bytes{});
+    seed("nack", kStampBoth, 0, pml::NackHdr{common(0, 0), 44}, Bytes{});
+}
+
+Bytes read_file(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool check = false;
+    std::string dir;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--check")
+            check = true;
+        else if (dir.empty() && !a.starts_with("-"))
+            dir = a;
+        else
+            die("usage: fuzz_gen_corpus [--check] DIR");
+    }
+    if (dir.empty())
+        die("usage: fuzz_gen_corpus [--check] DIR");
+
+    std::vector<SeedFile> seeds;
+    drtcp_seeds(seeds);
+    pml_seeds(seeds);
+
+    int stale = 0;
+    for (const auto& s : seeds) {
+        const fs::path p = fs::path(dir) / s.path;
+        if (check) {
+            if (!fs::exists(p) || read_file(p) != s.bytes) {
+                std::fprintf(stderr, "stale or missing seed: %s\n", p.c_str());
+                ++stale;
+            }
+            continue;
+        }
+        fs::create_directories(p.parent_path());
+        std::ofstream f(p, std::ios::binary | std::ios::trunc);
+        f.write(reinterpret_cast<const char*>(s.bytes.data()),
+                static_cast<std::streamsize>(s.bytes.size()));
+        if (!f)
+            die("cannot write " + p.string());
+    }
+    if (stale != 0) {
+        std::fprintf(stderr,
+                     "%d seed file(s) differ from the current encoders; regenerate them:\n"
+                     "  <builddir>/tests/fuzz/fuzz_gen_corpus %s\n",
+                     stale, dir.c_str());
+        return 1;
+    }
+    std::printf("%zu seed files %s\n", seeds.size(), check ? "up to date" : "written");
+    return 0;
+}
