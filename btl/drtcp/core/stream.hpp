@@ -5,11 +5,11 @@
 //
 // Memory is bounded: at most max_frame bytes are held (and only when a frame
 // arrives split across reads, sized to the largest such frame; a frame
-// wholly inside one read is handed out in place). For a large payload split across reads the adapter may read
-// straight into the held buffer (direct_target/commit_direct), so such a
-// payload is copied once, by the kernel. A length above max_frame, a bad sync
-// byte or a HELLO the sink refuses fails the stream for good: a byte stream
-// cannot be resynchronised, so the adapter closes the connection.
+// wholly inside one read is handed out in place). For a large payload split across reads the
+// adapter may read straight into the held buffer (direct_target/commit_direct), so such a payload
+// is copied once, by the kernel. A length above max_frame, a bad sync byte or a HELLO the sink
+// refuses fails the stream for good: a byte stream cannot be resynchronised, so the adapter closes
+// the connection.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -69,7 +69,7 @@ class StreamDecoder {
     std::size_t filled_ = 0;                // its bytes so far (only when split)
     std::unique_ptr<std::uint8_t[]> held_;  // grown to the largest split message (<= max_frame)
     std::size_t held_cap_ = 0;
-    std::uint8_t tag_ = 0;                  // of the frame whose payload is expected
+    std::uint8_t tag_ = 0;  // of the frame whose payload is expected
     std::uint64_t frames_ = 0;
 };
 
