@@ -398,6 +398,19 @@ def test_8_ranks_4_hosts_over_drtcp_both_rails(cluster, mpi, pml):
 
 
 @pytest.mark.mpi_timeout(90)
+def test_drtcp_across_hosts_over_ipv6_rails(cluster, mpi):
+    """The same across hosts on the rails' IPv6 addresses (fd71::/64, fd72::/64)."""
+    mca = {"pml": "dr", "btl": "self,drtcp", "btl_drtcp_if_include": "fd71::/64,fd72::/64",
+           "btl_drtcp_verbose": 20, **OOB_RAIL_A}
+    result = cluster.run(mpi, "rail_transfer", np=4, args=[50, 1 << 20], mca=mca,
+                         mpirun_args=["--map-by", "node"])
+    result.check()
+    assert "RAIL_TRANSFER OK np=4 rounds=50" in result.stdout, result
+    text = result.stdout + result.stderr
+    assert "module on raila fd71::" in text and "module on railb fd72::" in text, result
+
+
+@pytest.mark.mpi_timeout(90)
 def test_rail_cut_fails_over_with_dr_over_drtcp(cluster, mpi):
     """pml dr over drtcp with one module per rail: rail B of drh2 goes down
     1 s into a 4-host transfer and stays down; the job must finish byte-exact
