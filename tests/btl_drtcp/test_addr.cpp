@@ -138,3 +138,29 @@ TEST(DrtcpConfig, ValidationNamesTheParameter) {
 }
 
 }  // namespace
+
+#include "regions.hpp"
+
+namespace {
+
+TEST(DrtcpRegions, PutTargetsMustLieInsideALiveRegion) {
+    btl::drtcp::core::RegionTable t(42);
+    const std::uint64_t a = t.add(1000, 100);
+    const std::uint64_t b = t.add(5000, 10);
+    EXPECT_NE(a, b);
+    EXPECT_NE(a, 0u);
+    EXPECT_TRUE(t.covers(a, 1000, 100));
+    EXPECT_TRUE(t.covers(a, 1050, 50));
+    EXPECT_FALSE(t.covers(a, 1050, 51));
+    EXPECT_FALSE(t.covers(a, 999, 2));
+    EXPECT_FALSE(t.covers(b, 1000, 1));             // another region's address
+    EXPECT_FALSE(t.covers(a ^ 1, 1000, 1));         // a key never handed out
+    EXPECT_FALSE(t.covers(a, UINT64_MAX - 5, 10));  // wrap-around
+    EXPECT_FALSE(t.covers(a, 1010, UINT64_MAX));
+    EXPECT_TRUE(t.remove(a));
+    EXPECT_FALSE(t.covers(a, 1000, 1));  // deregistered
+    EXPECT_FALSE(t.remove(a));
+    EXPECT_EQ(t.size(), 1u);
+}
+
+}  // namespace

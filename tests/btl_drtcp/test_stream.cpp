@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "stream.hpp"
@@ -129,6 +131,89 @@ TEST(DrtcpStream, DirectReadsIntoTheFrameBufferMixWithFeeds) {
         std::vector<std::uint8_t> more{kFrameSync};
         EXPECT_FALSE(d.feed(more, rec).has_value());  // nothing may follow BYE
         EXPECT_FALSE(d.commit_direct(1, rec).has_value());
+    }
+}
+
+// A sink with one registered buffer, as the transport does for PUTs.
+struct PutSink : Rec {
+    std::vector<std::uint8_t> target = std::vector<std::uint8_t>(300000, 0);
+    std::uint64_t key = 77;
+    int done = 0;
+    std::span<std::uint8_t> on_put(std::uint64_t k, std::uint64_t addr,
+                                   std::uint32_t len) override {
+        const auto base = reinterpret_cast<std::uintptr_t>(target.data());
+        if (k != key || addr < base || addr - base + len > target.size())
+            return {};
+        return {target.data() + (addr - base), len};
+    }
+    void on_put_done() override { ++done; }
+};
+
+void append_put(std::vector<std::uint8_t>& s, std::uint64_t key, std::uint64_t addr,
+                const std::vector<std::uint8_t>& bytes) {
+    const std::size_t at = s.size();
+    s.resize(at + kFrameHeaderSize + kPutHeaderSize);
+    ASSERT_TRUE(encode(FrameHeader{0, kFrameFlagPut, static_cast<std::uint32_t>(bytes.size())},
+                       std::span(s).subspan(at))
+                    .has_value());
+    ASSERT_TRUE(
+        encode(PutHeader{key, addr}, std::span(s).subspan(at + kFrameHeaderSize)).has_value());
+    s.insert(s.end(), bytes.begin(), bytes.end());
+}
+
+TEST(DrtcpStream, PutWritesStraightIntoTheRegisteredTargetBetweenFrames) {
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+        std::mt19937_64 rng(seed);
+        PutSink sink;
+        const auto base = reinterpret_cast<std::uintptr_t>(sink.target.data());
+        std::vector<std::uint8_t> stream;
+        append_hello(stream, {1, 2});
+        append_frame(stream, 5, {1, 2, 3});
+        const auto bytes = payload(rng, 250000);
+        const std::size_t off = rng() % (sink.target.size() - bytes.size() + 1);
+        append_put(stream, sink.key, base + off,
+                   bytes.empty() ? std::vector<std::uint8_t>{9} : bytes);
+        append_frame(stream, 6, {4});
+        StreamDecoder d(1024);  // a PUT is not bounded by max_frame
+        std::size_t pos = 0;
+        while (pos < stream.size()) {
+            std::size_t n = std::min<std::size_t>(stream.size() - pos, 1 + rng() % 40000);
+            const auto direct = d.direct_target(512);
+            if (!direct.empty()) {
+                const std::size_t into = std::min(n, direct.size());
+                std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(pos), into,
+                            direct.begin());
+                ASSERT_TRUE(d.commit_direct(into, sink).has_value());
+                pos += into;
+                n -= into;
+            }
+            ASSERT_TRUE(d.feed(std::span(stream).subspan(pos, n), sink).has_value()) << seed;
+            pos += n;
+        }
+        EXPECT_EQ(sink.done, 1);
+        ASSERT_EQ(sink.frames.size(), 2u);
+        EXPECT_EQ(sink.frames[1].first, 6);
+        const auto& want = bytes.empty() ? std::vector<std::uint8_t>{9} : bytes;
+        EXPECT_TRUE(std::equal(want.begin(), want.end(),
+                               sink.target.begin() + static_cast<std::ptrdiff_t>(off)));
+        EXPECT_EQ(d.held(), 0u);
+    }
+}
+
+TEST(DrtcpStream, PutOutsideTheRegionFailsBeforeWritingAByte) {
+    PutSink sink;
+    const auto base = reinterpret_cast<std::uintptr_t>(sink.target.data());
+    for (const auto& [key, addr, len] :
+         {std::tuple{sink.key + 1, base, 10u}, std::tuple{sink.key, base - 1, 10u},
+          std::tuple{sink.key, base + sink.target.size() - 5, 10u}}) {
+        std::vector<std::uint8_t> stream;
+        append_hello(stream, {1, 2});
+        append_put(stream, key, addr, std::vector<std::uint8_t>(len, 0xEE));
+        StreamDecoder d(1024);
+        auto r = d.feed(stream, sink);
+        ASSERT_FALSE(r.has_value());
+        EXPECT_EQ(r.error().code, ErrorCode::OutOfRange);
+        EXPECT_EQ(std::count(sink.target.begin(), sink.target.end(), 0xEE), 0);
     }
 }
 

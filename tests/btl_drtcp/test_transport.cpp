@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <random>
@@ -266,6 +267,47 @@ TEST(DrtcpTransport, KilledModuleFailsBothSides) {
     ASSERT_TRUE(pump(a, b, [&] { return a.rec.failures == 1 && b.rec.failures == 1; }));
     EXPECT_TRUE(a.t->module_dead(0));
     EXPECT_EQ(a.rec.sent_ok.size() + a.rec.sent_err.size(), 5u);
+}
+
+std::unique_ptr<OwnedFrame> make_put(std::uint64_t key, const void* addr,
+                                     const std::vector<std::uint8_t>& bytes) {
+    auto f = std::make_unique<OwnedFrame>();
+    f->bytes.resize(core::kFrameHeaderSize + core::kPutHeaderSize);
+    EXPECT_TRUE(core::encode(core::FrameHeader{0, core::kFrameFlagPut,
+                                               static_cast<std::uint32_t>(bytes.size())},
+                             f->bytes)
+                    .has_value());
+    EXPECT_TRUE(core::encode(core::PutHeader{key, reinterpret_cast<std::uintptr_t>(addr)},
+                             std::span(f->bytes).subspan(core::kFrameHeaderSize))
+                    .has_value());
+    f->bytes.insert(f->bytes.end(), bytes.begin(), bytes.end());
+    return f;
+}
+
+TEST(DrtcpTransport, PutLandsInRegisteredMemoryAndAForgedOneClosesTheConnection) {
+    Rank a({7, 0}), b({7, 1});
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
+    b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    std::vector<std::uint8_t> target(1 << 20, 0);
+    const std::uint64_t key = b.t->register_region(target.data(), target.size());
+    std::vector<std::uint8_t> data(700000);
+    std::mt19937_64 rng(9);
+    for (auto& x : data)
+        x = static_cast<std::uint8_t>(rng());
+    auto put = make_put(key, target.data() + 1000, data);
+    complete(a, a.t->send(ab, put->view()), put.get());
+    ASSERT_TRUE(
+        pump(a, b, [&] { return b.t->counters().puts_received == 1 && !a.rec.sent_ok.empty(); }));
+    ASSERT_TRUE(
+        pump(a, b, [&] { return std::equal(data.begin(), data.end(), target.begin() + 1000); }));
+    EXPECT_TRUE(b.rec.frames.empty());  // a PUT is not a frame for the PML
+    // The same key after deregistration: a forged write, the connection dies.
+    b.t->deregister_region(key);
+    auto forged = make_put(key, target.data(), {1, 2, 3});
+    complete(a, a.t->send(ab, forged->view()), forged.get());
+    ASSERT_TRUE(
+        pump(a, b, [&] { return b.t->counters().protocol_errors == 1 && a.rec.failures == 1; }));
+    EXPECT_EQ(target[0], 0);
 }
 
 TEST(DrtcpTransport, InjectedDropAndCorruptionHitTheConfiguredShare) {

@@ -163,6 +163,13 @@ Expected reference(std::span<const std::uint8_t> s, std::uint32_t max_frame, boo
             e.phase = Phase::Bye;
             return e;
         }
+        if (h->flags == kFrameFlagPut) {
+            // This sink registers nothing: every PUT is refused once its
+            // target (key, address) is read.
+            if (s.size() - pos < kPutHeaderSize)
+                return partial(Phase::PutHeader, kPutHeaderSize);
+            return fail(ErrorCode::OutOfRange, pos + kPutHeaderSize);
+        }
         if (h->len == 0) {
             e.events.push_back(frame_event(h->tag, {}));
             ++e.frames;

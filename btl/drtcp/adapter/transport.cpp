@@ -33,7 +33,9 @@ Transport::Transport(const core::Config& config, core::ProcName self, std::uint3
       sockopts_{config.sndbuf, config.rcvbuf, config.nodelay, config.user_timeout_ms},
       epfd_(::epoll_create1(EPOLL_CLOEXEC)),
       faults_(config.fault_drop, config.fault_corrupt, 0.0, config.fault_seed),
-      scratch_(kScratchBytes) {}
+      scratch_(kScratchBytes),
+      regions_(static_cast<std::uint64_t>(monotonic_micros()) ^ (std::uint64_t{self.jobid} << 32) ^
+               self.vpid) {}
 
 Transport::~Transport() {
     for (auto* list : {&listeners_, &conns_, &graveyard_})
@@ -322,6 +324,16 @@ void Transport::remove_endpoint(Endpoint* ep, TransportEvents& events) {
             endpoints_.erase(it);
     }
     finish(events, done, errored, none);
+}
+
+std::uint64_t Transport::register_region(const void* base, std::size_t len) {
+    std::lock_guard lock(regions_lock_);
+    return regions_.add(reinterpret_cast<std::uintptr_t>(base), len);
+}
+
+void Transport::deregister_region(std::uint64_t key) {
+    std::lock_guard lock(regions_lock_);
+    (void)regions_.remove(key);
 }
 
 void Transport::kill_module(int module) {

@@ -21,6 +21,7 @@
 #include "config.hpp"
 #include "endpoint.hpp"
 #include "fault.hpp"
+#include "regions.hpp"
 #include "log.hpp"
 #include "send_queue.hpp"
 #include "sockets.hpp"
@@ -44,6 +45,7 @@ struct TransportCounters {
     std::uint64_t endpoint_failures = 0;
     std::uint64_t fault_dropped = 0;
     std::uint64_t fault_corrupted = 0;
+    std::uint64_t puts_received = 0;
 };
 
 class TransportEvents {
@@ -96,6 +98,10 @@ class Transport {
     SendResult send(Endpoint* ep, const core::SendQueue::Frame& frame);
 
     int progress(TransportEvents& events);
+
+    // Memory a peer's PUT may write (see core::RegionTable).
+    std::uint64_t register_region(const void* base, std::size_t len);
+    void deregister_region(std::uint64_t key);
 
     // Fault injection: the module dies as if its network were gone: every
     // connection closes without BYE, its endpoints fail, peers see a reset.
@@ -165,6 +171,8 @@ class Transport {
     std::vector<std::uint8_t> scratch_;  // read buffer
     TransportCounters counters_;
     std::function<void(core::ProcName)> unknown_peer_;
+    core::RegionTable regions_;
+    std::mutex regions_lock_;
     mutable std::mutex io_;  // endpoints, queues, connection table, epoll set
     std::mutex progress_;    // one progress() at a time
 };

@@ -40,6 +40,17 @@ class Transport::ReadSink final : public core::StreamSink {
         ev_.on_frame(module_user, tag, payload);
     }
     void on_bye() override { bye = true; }
+    std::span<std::uint8_t> on_put(std::uint64_t key, std::uint64_t addr,
+                                   std::uint32_t len) override {
+        {
+            std::lock_guard lock(t_.regions_lock_);
+            if (!t_.regions_.covers(key, addr, len))
+                return {};  // fails the stream: counted as a protocol error
+        }
+        ++t_.counters_.puts_received;
+        ++delivered;
+        return {reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(addr)), len};
+    }
 
     bool bye = false;
     int delivered = 0;

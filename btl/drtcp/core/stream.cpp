@@ -17,6 +17,10 @@ std::string_view to_string(StreamDecoder::Phase p) noexcept {
             return "header";
         case StreamDecoder::Phase::Payload:
             return "payload";
+        case StreamDecoder::Phase::PutHeader:
+            return "put-header";
+        case StreamDecoder::Phase::PutPayload:
+            return "put-payload";
         case StreamDecoder::Phase::Bye:
             return "bye";
         case StreamDecoder::Phase::Failed:
@@ -71,6 +75,12 @@ Result<void> StreamDecoder::complete(std::span<std::uint8_t> message, StreamSink
                 sink.on_bye();
                 return {};
             }
+            if (h->flags == kFrameFlagPut) {
+                phase_ = Phase::PutHeader;
+                need_ = kPutHeaderSize;
+                put_len_ = h->len;
+                return {};
+            }
             tag_ = h->tag;
             if (h->len == 0) {
                 ++frames_;
@@ -87,11 +97,32 @@ Result<void> StreamDecoder::complete(std::span<std::uint8_t> message, StreamSink
             need_ = kFrameHeaderSize;
             sink.on_frame(tag_, message);
             return {};
+        case Phase::PutHeader: {
+            auto p = decode_put_header(message);
+            if (!p)
+                return failed(p.error());
+            put_dest_ = sink.on_put(p->key, p->addr, put_len_);
+            if (put_dest_.size() != put_len_ || put_dest_.data() == nullptr)
+                return failed(Error(ErrorCode::OutOfRange, "PUT outside a registered region"));
+            phase_ = Phase::PutPayload;
+            need_ = put_len_;
+            return {};
+        }
+        case Phase::PutPayload:  // bytes go to put_dest_, never through here
         case Phase::Bye:
         case Phase::Failed:
             break;
     }
     return fail(ErrorCode::InvalidState, "stream already closed");
+}
+
+Result<void> StreamDecoder::put_done(StreamSink& sink) {
+    phase_ = Phase::Header;
+    need_ = kFrameHeaderSize;
+    filled_ = 0;
+    put_dest_ = {};
+    sink.on_put_done();
+    return {};
 }
 
 Result<void> StreamDecoder::complete_held(StreamSink& sink) {
@@ -106,6 +137,17 @@ Result<void> StreamDecoder::feed(std::span<std::uint8_t> bytes, StreamSink& sink
             return fail(ErrorCode::InvalidState, "stream already failed");
         if (phase_ == Phase::Bye)
             return failed(Error(ErrorCode::BadLength, "bytes after BYE"));
+        if (phase_ == Phase::PutPayload) {
+            // Straight to the registered target; nothing is held.
+            const std::size_t take = std::min(bytes.size(), need_ - filled_);
+            std::memcpy(put_dest_.data() + filled_, bytes.data(), take);
+            filled_ += take;
+            bytes = bytes.subspan(take);
+            if (filled_ == need_)
+                if (auto ok = put_done(sink); !ok)
+                    return ok;
+            continue;
+        }
         if (filled_ == 0 && bytes.size() >= need_) {
             // The whole message is in this read: hand it out in place.
             const auto message = bytes.first(need_);
@@ -128,6 +170,8 @@ Result<void> StreamDecoder::feed(std::span<std::uint8_t> bytes, StreamSink& sink
 }
 
 std::span<std::uint8_t> StreamDecoder::direct_target(std::size_t min_direct) {
+    if (phase_ == Phase::PutPayload && need_ - filled_ >= min_direct)
+        return put_dest_.subspan(filled_);
     if (phase_ != Phase::Payload || need_ - filled_ < min_direct)
         return {};
     reserve_held();
@@ -135,12 +179,12 @@ std::span<std::uint8_t> StreamDecoder::direct_target(std::size_t min_direct) {
 }
 
 Result<void> StreamDecoder::commit_direct(std::size_t n, StreamSink& sink) {
-    if (phase_ != Phase::Payload || n > need_ - filled_)
+    if ((phase_ != Phase::Payload && phase_ != Phase::PutPayload) || n > need_ - filled_)
         return fail(ErrorCode::InvalidState, "direct read outside a payload");
     filled_ += n;
     if (filled_ < need_)
         return {};
-    return complete_held(sink);
+    return phase_ == Phase::PutPayload ? put_done(sink) : complete_held(sink);
 }
 
 }  // namespace btl::drtcp::core

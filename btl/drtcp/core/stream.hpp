@@ -31,11 +31,20 @@ class StreamSink {
     virtual void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) = 0;
     // The peer closes on purpose; nothing may follow.
     virtual void on_bye() {}
+    // A PUT of `len` bytes to `addr` under registration `key`: where to
+    // write them (exactly `len` bytes), or an empty span to refuse (the
+    // stream fails: the peer wrote outside what this process registered).
+    virtual std::span<std::uint8_t> on_put(std::uint64_t /*key*/, std::uint64_t /*addr*/,
+                                           std::uint32_t /*len*/) {
+        return {};
+    }
+    // Every byte of the PUT is in place.
+    virtual void on_put_done() {}
 };
 
 class StreamDecoder {
   public:
-    enum class Phase : std::uint8_t { Hello, Header, Payload, Bye, Failed };
+    enum class Phase : std::uint8_t { Hello, Header, Payload, PutHeader, PutPayload, Bye, Failed };
 
     // expect_hello: the stream starts with the peer's HELLO.
     explicit StreamDecoder(std::uint32_t max_frame, bool expect_hello = true);
@@ -60,6 +69,7 @@ class StreamDecoder {
   private:
     Result<void> complete(std::span<std::uint8_t> message, StreamSink& sink);
     Result<void> complete_held(StreamSink& sink);
+    Result<void> put_done(StreamSink& sink);
     Result<void> failed(plugin::common::Error e);
     void reserve_held();
 
@@ -69,7 +79,9 @@ class StreamDecoder {
     std::size_t filled_ = 0;                // its bytes so far (only when split)
     std::unique_ptr<std::uint8_t[]> held_;  // grown to the largest split message (<= max_frame)
     std::size_t held_cap_ = 0;
-    std::uint8_t tag_ = 0;  // of the frame whose payload is expected
+    std::uint8_t tag_ = 0;              // of the frame whose payload is expected
+    std::uint32_t put_len_ = 0;         // of the PUT whose header is expected
+    std::span<std::uint8_t> put_dest_;  // PutPayload: where the bytes go
     std::uint64_t frames_ = 0;
 };
 

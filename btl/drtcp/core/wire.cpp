@@ -37,6 +37,27 @@ Result<std::size_t> encode(const FrameHeader& h, std::span<std::uint8_t> out) no
     return w.finish();
 }
 
+Result<std::size_t> encode(const PutHeader& h, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kPutHeaderSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than a PUT header");
+    ByteWriter w(out.first(kPutHeaderSize));
+    w.u64(h.key);
+    w.u64(h.addr);
+    return w.finish();
+}
+
+Result<PutHeader> decode_put_header(std::span<const std::uint8_t> bytes) noexcept {
+    if (bytes.size() < kPutHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than a PUT header");
+    ByteReader r(bytes.first(kPutHeaderSize));
+    PutHeader h;
+    h.key = r.u64();
+    h.addr = r.u64();
+    if (!r.ok())
+        return fail(r.error());
+    return h;
+}
+
 Result<Hello> decode_hello(std::span<const std::uint8_t> bytes) noexcept {
     if (bytes.size() < kHelloSize)
         return fail(ErrorCode::Truncated, "shorter than a HELLO");
@@ -76,12 +97,24 @@ Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> bytes,
     h.len = r.u32();
     if (!r.ok())
         return fail(r.error());
-    if ((h.flags & ~kFrameFlagBye) != 0)
-        return fail(ErrorCode::BadField, "unknown frame flags");
-    if (h.flags == kFrameFlagBye && (h.len != 0 || h.tag != 0))
-        return fail(ErrorCode::BadField, "BYE frame with a tag or payload");
-    if (h.len > max_frame)
-        return fail(ErrorCode::BadLength, "frame longer than max_frame");
+    switch (h.flags) {
+        case 0:
+            if (h.len > max_frame)
+                return fail(ErrorCode::BadLength, "frame longer than max_frame");
+            break;
+        case kFrameFlagBye:
+            if (h.len != 0 || h.tag != 0)
+                return fail(ErrorCode::BadField, "BYE frame with a tag or payload");
+            break;
+        case kFrameFlagPut:
+            if (h.tag != 0 || h.len == 0)
+                return fail(ErrorCode::BadField, "PUT frame with a tag or empty");
+            if (h.len > kMaxPutBytes)
+                return fail(ErrorCode::BadLength, "PUT longer than kMaxPutBytes");
+            break;
+        default:
+            return fail(ErrorCode::BadField, "unknown frame flags");
+    }
     return h;
 }
 

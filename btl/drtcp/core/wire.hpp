@@ -29,7 +29,11 @@
 //   | sync 0xD7 (u8) | tag (u8: the BTL tag) | flags (u16) | len (u32) |
 // `len` bytes of payload follow. Flags: 0 for data; kFrameFlagBye (with tag
 // 0 and len 0) says the sender closes the connection on purpose (it is
-// finalizing), so the receiver does not report a lost link. A bad sync byte,
+// finalizing), so the receiver does not report a lost link; kFrameFlagPut
+// (tag 0, len up to kMaxPutBytes) is a BTL put: a PUT subheader follows,
+//   | key (u64: the target's registration) | address (u64: where to write) |
+// then `len` bytes the receiver reads straight into that address, which must
+// lie inside the registered region named by `key` (else protocol error). A bad sync byte,
 // an unknown flag, a BYE with a payload or a length above the receiver's
 // max_frame is a protocol error: the stream cannot be resynchronised, the
 // connection is closed. The payload is the PML's business (pml dr checksums
@@ -51,6 +55,9 @@ inline constexpr std::size_t kHelloSize = 32;
 inline constexpr std::uint8_t kFrameSync = 0xD7;
 inline constexpr std::size_t kFrameHeaderSize = 8;
 inline constexpr std::uint16_t kFrameFlagBye = 0x0001;
+inline constexpr std::uint16_t kFrameFlagPut = 0x0002;
+inline constexpr std::size_t kPutHeaderSize = 16;
+inline constexpr std::uint32_t kMaxPutBytes = 1u << 30;
 
 struct ProcName {
     std::uint32_t jobid = 0;
@@ -66,7 +73,7 @@ struct Hello {
 
 struct FrameHeader {
     std::uint8_t tag = 0;
-    std::uint16_t flags = 0;  // 0 or kFrameFlagBye
+    std::uint16_t flags = 0;  // 0, kFrameFlagBye or kFrameFlagPut
     std::uint32_t len = 0;
 };
 
@@ -75,10 +82,17 @@ struct FrameHeader {
 Result<std::size_t> encode(const Hello& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const FrameHeader& h, std::span<std::uint8_t> out) noexcept;
 
+struct PutHeader {
+    std::uint64_t key = 0;
+    std::uint64_t addr = 0;
+};
+Result<std::size_t> encode(const PutHeader& h, std::span<std::uint8_t> out) noexcept;
+Result<PutHeader> decode_put_header(std::span<const std::uint8_t> bytes) noexcept;
+
 // Decodes and validates (magic, version, CRC, reserved fields). Never reads
 // out of bounds, never asserts.
 Result<Hello> decode_hello(std::span<const std::uint8_t> bytes) noexcept;
-// max_frame: the largest payload this receiver accepts.
+// max_frame: the largest payload this receiver accepts (puts: kMaxPutBytes).
 Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> bytes,
                                         std::uint32_t max_frame) noexcept;
 

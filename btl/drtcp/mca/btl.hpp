@@ -33,7 +33,21 @@ struct mca_btl_base_endpoint_t {
     btl::drtcp::mca::Module* module = nullptr;
 };
 
+// A registration as the PML sees it (copied to the peer for its PUTs).
+struct mca_btl_base_registration_handle_t {
+    std::uint64_t key;
+};
+
 namespace btl::drtcp::mca {
+
+// A PUT in flight: what its completion callback needs.
+struct PutInfo {
+    mca_btl_base_rdma_completion_fn_t cbfunc = nullptr;
+    void* local_address = nullptr;
+    mca_btl_base_registration_handle_t* local_handle = nullptr;
+    void* context = nullptr;
+    void* cbdata = nullptr;
+};
 
 // A send descriptor: the drtcp frame header, then up to two segments (the
 // PML's header with copied data, and optionally the user's buffer in place).
@@ -43,6 +57,8 @@ struct Frag {
     mca_btl_base_endpoint_t* endpoint = nullptr;
     Module* module = nullptr;
     std::size_t capacity = 0;  // bytes of `data`
+    bool is_put = false;       // a PUT: completes through `put`, not des_cbfunc
+    PutInfo put;
     std::uint8_t header[core::kFrameHeaderSize];
     std::uint8_t* data = nullptr;  // follows the struct in the same allocation
 };

@@ -59,12 +59,18 @@ Module& template_module() noexcept {
         t.super.btl_rndv_eager_limit = 64 * 1024;
         t.super.btl_max_send_size = 128 * 1024;
         t.super.btl_rdma_pipeline_send_length = 128 * 1024;
-        t.super.btl_rdma_pipeline_frag_size = 128 * 1024;
+        t.super.btl_rdma_pipeline_frag_size = core::kMaxPutBytes;
         t.super.btl_min_rdma_pipeline_size = 0;
         t.super.btl_latency = 100;
         t.super.btl_bandwidth = 1000;
-        t.super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE |
+        t.super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT |
                             MCA_BTL_FLAGS_NEED_CSUM | MCA_BTL_FLAGS_NEED_ACK;
+        // Puts go in one piece up to the wire's limit (the peer reads them
+        // straight into place); no local registration is needed.
+        t.super.btl_put_limit = core::kMaxPutBytes;
+        t.super.btl_put_alignment = 0;
+        t.super.btl_put_local_registration_threshold = SIZE_MAX;
+        t.super.btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t);
         fill_module_functions(t.super);
         return t;
     }();
@@ -92,6 +98,16 @@ class Events final : public adapter::TransportEvents {
     }
     void on_sent(void* cookie, bool ok) override {
         auto* f = static_cast<Frag*>(cookie);
+        if (f->is_put) {
+            const PutInfo p = f->put;
+            Module* m = f->module;
+            mca_btl_base_endpoint_t* ep = f->endpoint;
+            state().frags.put(f);
+            if (p.cbfunc != nullptr)
+                p.cbfunc(&m->super, ep, p.local_address, p.local_handle, p.context, p.cbdata,
+                         ok ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
+            return;
+        }
         if (f->base.des_cbfunc != nullptr)
             f->base.des_cbfunc(&f->module->super, f->endpoint, &f->base,
                                ok ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
@@ -229,6 +245,16 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
     if (s.modules.empty()) {
         s.transport.reset();
         return nullptr;
+    }
+    if (s.modules.size() > 1) {
+        // ob1's RDMA pipeline stalls when several put-capable BTL modules
+        // reach one peer (stock tcp with btl_tcp_links 2 hangs the same way in
+        // mpi_tests' p2p_semantics): with more than one module the PML moves
+        // large messages by send instead, striped over all of them.
+        for (mca::Module* m : s.modules)
+            m->super.btl_flags &= ~static_cast<uint32_t>(MCA_BTL_FLAGS_PUT);
+        logf(s.log, LogLevel::Info, "%zu modules: put disabled, large messages go by send",
+             s.modules.size());
     }
     publish(s.transport->published());
     auto** out = static_cast<mca_btl_base_module_t**>(

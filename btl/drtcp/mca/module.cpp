@@ -106,6 +106,7 @@ Frag* new_frag(Module* m, mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32
         return nullptr;
     f->module = m;
     f->endpoint = ep;
+    f->is_put = false;
     f->base.des_segments = f->segments;
     f->base.des_segment_count = 1;
     f->base.des_flags = flags;
@@ -249,6 +250,69 @@ int drtcp_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     return OPAL_SUCCESS;
 }
 
+mca_btl_base_registration_handle_t* drtcp_register_mem(mca_btl_base_module_t*,
+                                                       mca_btl_base_endpoint_t*, void* base,
+                                                       size_t size, uint32_t) noexcept {
+    auto* h = static_cast<mca_btl_base_registration_handle_t*>(
+        std::malloc(sizeof(mca_btl_base_registration_handle_t)));
+    if (h != nullptr)
+        h->key = state().transport->register_region(base, size);
+    return h;
+}
+
+int drtcp_deregister_mem(mca_btl_base_module_t*, mca_btl_base_registration_handle_t* h) noexcept {
+    if (h != nullptr) {
+        state().transport->deregister_region(h->key);
+        std::free(h);
+    }
+    return OPAL_SUCCESS;
+}
+
+// A put is a PUT frame on the peer's connection: header, target key and
+// address, then the bytes straight from `local_address`. The peer reads them
+// straight into place (after checking the key's region). Complete when the
+// kernel has them; the PML's FIN follows on the same connection, so it
+// cannot overtake the data.
+int drtcp_put(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* local_address,
+              uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
+              mca_btl_base_registration_handle_t* remote_handle, size_t size, int, int,
+              mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) noexcept {
+    State& s = state();
+    if (ep == nullptr || remote_handle == nullptr || size > core::kMaxPutBytes)
+        return OPAL_ERR_BAD_PARAM;
+    if (!s.transport->accepting(ep->ep))
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    Frag* f = new_frag(as_module(btl), ep, core::kFrameHeaderSize + core::kPutHeaderSize,
+                       MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (f == nullptr)
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    f->is_put = true;
+    f->put = {cbfunc, local_address, local_handle, cbcontext, cbdata};
+    logf(s.log, LogLevel::Trace, "put of %zu bytes to %s", size,
+         OPAL_NAME_PRINT(ep->proc->proc_name));
+    (void)core::encode(core::FrameHeader{0, core::kFrameFlagPut, static_cast<std::uint32_t>(size)},
+                       std::span(f->data, core::kFrameHeaderSize));
+    (void)core::encode(core::PutHeader{remote_handle->key, remote_address},
+                       std::span(f->data + core::kFrameHeaderSize, core::kPutHeaderSize));
+    core::SendQueue::Frame frame;
+    frame.pieces[0] = {f->data, core::kFrameHeaderSize + core::kPutHeaderSize};
+    frame.pieces[1] = {static_cast<const std::uint8_t*>(local_address), size};
+    frame.count = 2;
+    frame.cookie = f;
+    switch (s.transport->send(ep->ep, frame)) {
+        case adapter::SendResult::Unreachable:
+            s.frags.put(f);
+            return OPAL_ERR_UNREACH;
+        case adapter::SendResult::Queued:
+            return OPAL_SUCCESS;
+        case adapter::SendResult::Done:
+            break;
+    }
+    std::lock_guard lock(s.done_lock);
+    s.done.push_back(f);  // called back from progress, like every completion
+    return OPAL_SUCCESS;
+}
+
 int drtcp_register_error(mca_btl_base_module_t* btl,
                          mca_btl_base_module_error_cb_fn_t cb) noexcept {
     as_module(btl)->error_cb = cb;
@@ -320,6 +384,9 @@ void fill_module_functions(mca_btl_base_module_t& m) noexcept {
     m.btl_prepare_src = drtcp_prepare_src;
     m.btl_send = drtcp_send;
     m.btl_sendi = drtcp_sendi;
+    m.btl_put = drtcp_put;
+    m.btl_register_mem = drtcp_register_mem;
+    m.btl_deregister_mem = drtcp_deregister_mem;
     m.btl_dump = drtcp_dump;
     m.btl_register_error = drtcp_register_error;
     m.btl_ft_event = drtcp_ft_event;
