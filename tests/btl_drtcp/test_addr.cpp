@@ -49,12 +49,16 @@ TEST(DrtcpAddr, IncludeExcludeByNameOrCidr) {
     auto by_name =
         select_interfaces(all, *parse_if_list("raila, railb"), {}, kFamilyV4 | kFamilyV6);
     ASSERT_TRUE(by_name.has_value());
-    EXPECT_EQ(by_name->size(), 3u);
+    ASSERT_EQ(by_name->size(), 2u);  // one address per interface, IPv4 preferred
+    EXPECT_EQ(by_name->at(1).addr, ip("10.72.0.1"));
+    auto v6_rail = select_interfaces(all, *parse_if_list("fd72::/64"), {}, kFamilyV4 | kFamilyV6);
+    ASSERT_EQ(v6_rail->size(), 1u);
+    EXPECT_EQ(v6_rail->at(0).addr, ip("fd72::1"));
     auto by_cidr = select_interfaces(all, *parse_if_list("10.72.0.0/16"), {}, kFamilyV4);
     ASSERT_EQ(by_cidr->size(), 1u);
     EXPECT_EQ(by_cidr->at(0).name, "railb");
     auto excl = select_interfaces(all, {}, *parse_if_list(kDefaultExclude), kFamilyV4 | kFamilyV6);
-    ASSERT_EQ(excl->size(), 3u);  // loopback out, link-local never in
+    ASSERT_EQ(excl->size(), 2u);  // loopback out, link-local never in, railb once
     auto v6 = select_interfaces(all, {}, {}, kFamilyV6);
     EXPECT_EQ(v6->size(), 1u);
     auto both = select_interfaces(all, *parse_if_list("raila"), *parse_if_list("railb"), 3);

@@ -124,7 +124,14 @@ Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all, con
             continue;
         if (!include.empty() ? !include.matches(i) : exclude.matches(i))
             continue;
-        out.push_back(i);
+        // One address per interface: a second would only open a second
+        // connection over the same wire. IPv4 first, then the first IPv6.
+        auto same = std::find_if(out.begin(), out.end(),
+                                 [&](const LocalIf& o) { return o.name == i.name; });
+        if (same == out.end())
+            out.push_back(i);
+        else if (same->addr.family == 6 && i.addr.family == 4)
+            *same = i;
     }
     return out;
 }

@@ -67,7 +67,9 @@ inline constexpr unsigned kFamilyV6 = 2;
 
 // The interfaces drtcp opens modules on. With an include list only those;
 // else all but the exclude list. Link-local IPv6 addresses are never used
-// (they need a scope). Both lists set is an error (the caller reports it).
+// (they need a scope). One address per interface name: its IPv4 address when
+// it has one that passes, else its first IPv6 one. Both lists set is an
+// error (the caller reports it).
 Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all, const IfList& include,
                                                const IfList& exclude, unsigned families);
 
