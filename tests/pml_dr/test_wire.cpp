@@ -614,6 +614,41 @@ TEST(PmlDrWire, RndvRgetRules) {
     EXPECT_EQ(error_of(g), ErrorCode::BadField);
 }
 
+TEST(PmlDrWire, RgetWithoutRemoteAddressRejected) {
+    Samples s;
+    RndvHdr r{common(kFlagRget | kFlagPayloadCsum), match_fields(s.payload, true), 1 << 20, 5, 0};
+    EXPECT_EQ(error_of(frame_of(r, s.payload)), ErrorCode::BadField);
+}
+
+TEST(PmlDrWire, ChecksumFlagOnlyOnFramesWithPayload) {
+    Samples s;
+    auto c = s.cts;
+    c.common.flags = kFlagPayloadCsum;
+    EXPECT_EQ(error_of(frame_of(c)), ErrorCode::BadField);
+    auto a = s.ack;
+    a.common.flags = kFlagPayloadCsum;
+    EXPECT_EQ(error_of(frame_of(a)), ErrorCode::BadField);
+    auto cr = s.credit;
+    cr.common.flags = kFlagPayloadCsum;
+    EXPECT_EQ(error_of(frame_of(cr)), ErrorCode::BadField);
+    auto n = s.nack;
+    n.common.flags = kFlagPayloadCsum;
+    EXPECT_EQ(error_of(frame_of(n)), ErrorCode::BadField);
+}
+
+TEST(PmlDrWire, StampAddsOnlyRetransmitAndAckNow) {
+    Samples s;
+    auto f = frame_of(s.cts);
+    const auto before = f;
+    for (const std::uint16_t bad : {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget},
+                                    std::uint16_t{kFlagPayloadCsum}, std::uint16_t{0x4000}}) {
+        EXPECT_EQ(stamp(f, 9, bad).error().code, ErrorCode::BadField) << bad;
+        EXPECT_EQ(f, before) << "a refused stamp wrote " << bad;
+    }
+    ASSERT_TRUE(stamp(f, 9, kFlagRetransmit | kFlagAckNow).has_value());
+    EXPECT_TRUE(decode(f).has_value());
+}
+
 TEST(PmlDrWire, CtsOffsetPastWantLenRejected) {
     Samples s;
     auto c = s.cts;

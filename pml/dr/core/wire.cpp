@@ -94,8 +94,8 @@ Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
         return fail(ErrorCode::BadType, "unknown frame type");
     if (header.size() < hsize)
         return fail(ErrorCode::Truncated, "shorter than its type's header");
-    if ((add_flags & ~kKnownFlags) != 0)
-        return fail(ErrorCode::BadField, "unknown flag bits");
+    if ((add_flags & ~(kFlagRetransmit | kFlagAckNow)) != 0)
+        return fail(ErrorCode::BadField, "stamp adds only Retransmit and AckNow");
     const auto put32 = [&](std::size_t at, std::uint32_t v) {
         for (int i = 0; i < 4; ++i)
             header[at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
@@ -240,6 +240,9 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
         return fail(ErrorCode::BadField, "unknown flag bits");
     if ((c.flags & kRndvOnlyFlags) != 0 && type != FrameType::Rndv)
         return fail(ErrorCode::BadField, "RNDV-only flag on another frame type");
+    if ((c.flags & kFlagPayloadCsum) != 0 && type != FrameType::Match && type != FrameType::Rndv &&
+        type != FrameType::Frag)
+        return fail(ErrorCode::BadField, "payload checksum flag on a frame without payload");
     c.src_jobid = r.u32();
     c.src_vpid = r.u32();
     c.frame_seq = r.u32();
@@ -273,6 +276,8 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
                 break;
             if (rget && (c.flags & kFlagPayloadCsum) == 0)
                 r.fail(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
+            else if (rget && h.remote_addr == 0)
+                r.fail(Error(ErrorCode::BadField, "RGET without a remote address"));
             else if (!rget && h.remote_addr != 0)
                 r.fail(Error(ErrorCode::BadField, "remote_addr set without RGET flag"));
             else if (!rget && h.msg_len < h.match.payload_len)

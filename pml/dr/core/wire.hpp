@@ -176,7 +176,8 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
 Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept;
 
 // Stamps an encoded header in place with its channel seq and extra flags
-// (kFlagRetransmit, kFlagAckNow) and reseals its CRC. The frame is built
+// (only kFlagRetransmit and kFlagAckNow; anything else is BadField and
+// nothing is written) and reseals its CRC. The frame is built
 // once and its seq is known only when the channel transmits it.
 Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
                    std::uint16_t add_flags) noexcept;
@@ -195,6 +196,8 @@ struct Decoded {
 Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept;
 
 // The same, filling a caller's Decoded (no copies on the receive hot path).
+// After an error `out` is unspecified (its header may be half-written): use
+// none of it.
 // Assigning trivially copyable headers to the variant cannot throw.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& out) noexcept;
