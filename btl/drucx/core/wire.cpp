@@ -1,0 +1,79 @@
+#include "wire.hpp"
+
+#include "crc32c.hpp"
+#include "wire_io.hpp"
+
+namespace btl::drucx::core {
+
+using plugin::common::ByteReader;
+using plugin::common::ByteWriter;
+using plugin::common::ErrorCode;
+using plugin::common::fail;
+
+std::vector<std::uint8_t> encode_modex(std::span<const std::uint8_t> address) {
+    const std::size_t n = address.size() > kMaxAddress ? kMaxAddress : address.size();
+    std::vector<std::uint8_t> out(12 + n);
+    ByteWriter w(out);
+    w.u8(kVersion);
+    w.u8(0);
+    w.u16(0);
+    w.u32(static_cast<std::uint32_t>(n));
+    w.bytes(address.first(n));
+    w.u32(plugin::common::crc32c(out.data(), 8 + n));
+    return out;
+}
+
+Result<std::span<const std::uint8_t>> decode_modex(std::span<const std::uint8_t> blob) noexcept {
+    ByteReader r(blob);
+    const std::uint8_t version = r.u8();
+    r.expect_zero(3);
+    const std::uint32_t len = r.u32();
+    if (!r.ok())
+        return fail(r.error());
+    if (len > kMaxAddress || blob.size() != 12 + std::size_t{len})
+        return fail(ErrorCode::BadLength, "drucx modex length");
+    ByteReader tail(blob.subspan(8 + len));
+    if (tail.u32() != plugin::common::crc32c(blob.data(), 8 + len))
+        return fail(ErrorCode::BadChecksum, "drucx modex checksum");
+    if (version != kVersion)
+        return fail(ErrorCode::BadVersion, "drucx modex version");
+    if (len == 0)
+        return fail(ErrorCode::BadLength, "drucx modex without an address");
+    return blob.subspan(8, len);
+}
+
+Result<std::size_t> encode(const AmHeader& h, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kAmHeaderSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than an AM header");
+    ByteWriter w(out.first(kAmHeaderSize));
+    w.u8(h.tag);
+    w.u8(static_cast<std::uint8_t>(h.kind));
+    w.u16(0);
+    return w.finish();
+}
+
+Result<AmHeader> decode_am_header(std::span<const std::uint8_t> message) noexcept {
+    if (message.size() < kAmHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than an AM header");
+    ByteReader r(message.first(kAmHeaderSize));
+    AmHeader h;
+    h.tag = r.u8();
+    const std::uint8_t kind = r.u8();
+    r.expect_zero(2);
+    if (!r.ok())
+        return fail(r.error());
+    switch (kind) {
+        case static_cast<std::uint8_t>(AmKind::Data):
+            h.kind = AmKind::Data;
+            return h;
+        case static_cast<std::uint8_t>(AmKind::Bye):
+            if (h.tag != 0 || message.size() != kAmHeaderSize)
+                return fail(ErrorCode::BadField, "BYE with a tag or payload");
+            h.kind = AmKind::Bye;
+            return h;
+        default:
+            return fail(ErrorCode::BadType, "unknown drucx AM kind");
+    }
+}
+
+}  // namespace btl::drucx::core

@@ -1,0 +1,53 @@
+// btl drucx wire format, version 1 (sans I/O). UCX carries the bytes; these
+// are the two things drucx itself puts on the wire.
+//
+// MODEX blob (published per process; the peer's is hostile input):
+//   0               1               2               3
+//   +---------------+---------------+-------------------------------+
+//   |    version    |   reserved    |          reserved (0)         |
+//   +---------------+---------------+-------------------------------+
+//   |                   addr_len (u32, <= kMaxAddress)              |
+//   +---------------------------------------------------------------+
+//   |          addr: addr_len bytes (the UCX worker address)        |
+//   +---------------------------------------------------------------+
+//   |          crc (CRC32C of everything before it)                 |
+//   +---------------------------------------------------------------+
+//
+// AM header (4 bytes) in front of every active message drucx sends:
+//   | tag (u8: the BTL tag) | kind (u8: 1 data, 2 bye) | reserved (u16, 0) |
+// A data message carries the BTL segment after it; BYE (tag 0, nothing
+// after it) says the sender is finalizing, so its endpoint closing is not a
+// failure. An unknown kind, nonzero reserved bits or a BYE with a payload
+// are counted and dropped.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "result.hpp"
+
+namespace btl::drucx::core {
+
+using plugin::common::Result;
+
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kMaxAddress = 64 * 1024;
+inline constexpr std::size_t kAmHeaderSize = 4;
+
+enum class AmKind : std::uint8_t { Data = 1, Bye = 2 };
+
+struct AmHeader {
+    std::uint8_t tag = 0;
+    AmKind kind = AmKind::Data;
+};
+
+std::vector<std::uint8_t> encode_modex(std::span<const std::uint8_t> address);
+// The worker address inside a peer's blob (a view into `blob`).
+Result<std::span<const std::uint8_t>> decode_modex(std::span<const std::uint8_t> blob) noexcept;
+
+Result<std::size_t> encode(const AmHeader& h, std::span<std::uint8_t> out) noexcept;
+// `message`: the whole active message (header + payload).
+Result<AmHeader> decode_am_header(std::span<const std::uint8_t> message) noexcept;
+
+}  // namespace btl::drucx::core
