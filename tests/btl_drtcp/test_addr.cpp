@@ -69,10 +69,14 @@ TEST(DrtcpAddr, IncludeExcludeByNameOrCidr) {
 TEST(DrtcpAddr, ModexRoundTripAndHostileBlobs) {
     std::vector<PublishedAddr> addrs = {{ip("10.71.0.3"), 24, 4000, 2},
                                         {ip("fd72::3"), 64, 4001, 1}};
-    const auto blob = encode_modex(addrs);
+    const auto blob = encode_modex(addrs, kModexPut);
     auto back = decode_modex(blob);
     ASSERT_TRUE(back.has_value());
-    EXPECT_EQ(*back, addrs);
+    EXPECT_EQ(back->addrs, addrs);
+    EXPECT_EQ(back->flags, kModexPut);
+    auto flags = blob;
+    flags[2] = 0x80;  // an unknown flag
+    EXPECT_EQ(decode_modex(flags).error().code, ErrorCode::BadField);
     // Every truncation and every single-byte corruption: an error or a
     // decoded list, never a crash (run under the sanitizers too).
     for (std::size_t n = 0; n < blob.size(); ++n)
@@ -105,6 +109,15 @@ TEST(DrtcpAddr, ReachabilityPrefersSameSubnetAndSpreadsRails) {
                                             {ip("198.51.100.9"), 24, 1, 1}};
     const auto p = pair_addresses(locals, far, false);
     EXPECT_NE(p[0], p[1]);
+    // Uneven interface counts: both sides agree on one pair, the extra
+    // interface gets no partner (a second connection would be refused).
+    const std::vector<LocalIf> two = {iface("a", "10.0.0.1", 24), iface("b", "10.1.0.1", 24)};
+    const std::vector<PublishedAddr> one = {{ip("10.0.0.2"), 24, 1, 1}};
+    EXPECT_EQ(pair_addresses(two, one, false), (std::vector<int>{0, -1}));
+    const std::vector<LocalIf> single = {iface("x", "10.0.0.2", 24)};
+    const std::vector<PublishedAddr> pub_two = {{ip("10.0.0.1"), 24, 1, 1},
+                                                {ip("10.1.0.1"), 24, 1, 1}};
+    EXPECT_EQ(pair_addresses(single, pub_two, false), (std::vector<int>{0}));
     // Loopback only within a node; never across families.
     const std::vector<LocalIf> lo = {iface("lo", "127.0.0.1", 8)};
     const std::vector<PublishedAddr> rlo = {{ip("127.0.0.1"), 8, 1, 1}};

@@ -148,6 +148,26 @@ TEST(DrtcpTransport, BothWaysInOrderByteExactWithSimultaneousConnect) {
     }
 }
 
+TEST(DrtcpTransport, APeerBusyLongerThanTheConnectTimeoutIsNoFailure) {
+    // B computes (no progress) for longer than connect_timeout while A's
+    // first frame waits for B's HELLO: once B progresses the frame arrives,
+    // and neither side reports a failure.
+    core::Config c = loopback_config();
+    c.connect.connect_timeout = 300 * plugin::common::kMillis;
+    Rank a({7, 0}, c), b({7, 1}, c);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
+    b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    auto f = make_frame(65, 100, 1);
+    complete(a, a.t->send(ab, f->view()), f.get());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+    while (std::chrono::steady_clock::now() < until)
+        a.t->progress(a.rec);  // only A runs
+    Rank idle({9, 9});
+    ASSERT_TRUE(pump(a, b, [&] { return b.rec.frames.size() == 1; }));
+    EXPECT_EQ(a.rec.failures + b.rec.failures, 0);
+    EXPECT_EQ(Transport::state_of(ab), core::EpState::Connected);
+}
+
 TEST(DrtcpTransport, VanishedPeerIsReportedAndQueuedFramesFail) {
     Rank a({7, 0});
     auto b = std::make_unique<Rank>(core::ProcName{7, 1});

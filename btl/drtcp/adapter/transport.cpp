@@ -121,10 +121,16 @@ Endpoint* Transport::find_endpoint(int module, core::ProcName remote) const {
     return it != m.peers.end() ? it->second : nullptr;
 }
 
+bool Transport::reachable(const Endpoint* ep) const {
+    std::lock_guard lock(io_);
+    const Module& m = modules_[static_cast<std::size_t>(ep->module)];
+    return ep->fsm.usable() && !m.dead && !m.dying;
+}
+
 bool Transport::accepting(const Endpoint* ep) const {
     std::lock_guard lock(io_);
-    return ep->fsm.usable() && !modules_[static_cast<std::size_t>(ep->module)].dead &&
-           ep->queue.size() < config_.sendq_frames;
+    const Module& m = modules_[static_cast<std::size_t>(ep->module)];
+    return ep->fsm.usable() && !m.dead && !m.dying && ep->queue.size() < config_.sendq_frames;
 }
 
 void Transport::watch(Conn* c, std::uint32_t events) {
@@ -221,7 +227,7 @@ void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
             break;
         }
         counters_.bytes_sent += static_cast<std::uint64_t>(w);
-        ep->queue.advance(static_cast<std::size_t>(w), done);
+        c->frames_written += ep->queue.advance(static_cast<std::size_t>(w), done);
         if (static_cast<std::size_t>(w) < total)
             break;  // the socket buffer is full
     }
@@ -292,7 +298,10 @@ void Transport::say_bye_and_close(Endpoint* ep, std::vector<void*>& done,
         // Give what is queued a bounded chance to leave, then say BYE.
         const Micros until = monotonic_micros() + 2 * plugin::common::kSeconds;
         while (!ep->queue.empty() && ep->active != nullptr && monotonic_micros() < until) {
+            const std::size_t broken_before = broken_.size();
             flush_locked(ep, done);
+            if (broken_.size() != broken_before)
+                break;  // the socket is dead: nothing more will leave
             pollfd p{c->fd, POLLOUT, 0};
             (void)::poll(&p, 1, 10);
         }

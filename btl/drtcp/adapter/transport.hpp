@@ -92,6 +92,8 @@ class Transport {
 
     // False when the endpoint is dead or its queue is at the limit (back-pressure).
     bool accepting(const Endpoint* ep) const;
+    // False once the endpoint failed, the peer said BYE or its module died.
+    bool reachable(const Endpoint* ep) const;
     // Queues one frame (cookie + ranges, the drtcp header first) and writes
     // at once when the connection is up and idle. Done: every byte is with
     // the kernel and no on_sent will follow.

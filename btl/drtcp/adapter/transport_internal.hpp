@@ -18,7 +18,8 @@ struct Conn {
     bool identified = false;  // HELLO exchanged: carries frames of `ep`
     bool closed = false;      // in the graveyard; ignore further events
     bool refused_duplicate = false;
-    core::IpAddr local;  // incoming: the address it arrived on
+    std::uint64_t frames_written = 0;  // completed on this connection
+    core::IpAddr local;                // incoming: the address it arrived on
     plugin::common::Micros deadline = plugin::common::kNever;  // incoming: HELLO due by
     std::uint32_t interest = 0;
 };

@@ -269,7 +269,14 @@ void Transport::handle_conn_down(Conn* c, TransportEvents& events, bool graceful
     {
         std::lock_guard lock(io_);
         Endpoint* ep = c->ep;
-        if (ep != nullptr && ep->active == c) {
+        if (ep != nullptr && ep->active == c && !graceful && c->decoder.frames() == 0 &&
+            c->frames_written == 0) {
+            // Nothing went either way on it: an attempt the peer abandoned.
+            close_conn(c);
+            ep->fsm.on_abandoned();
+            if (!ep->queue.empty() && ep->fsm.on_send(monotonic_micros()) == Action::Connect)
+                start_connect_locked(ep);
+        } else if (ep != nullptr && ep->active == c) {
             fail_endpoint_locked(ep, ep->fsm.on_connection_lost(graceful), p_errored_, p_report_);
         } else if (ep != nullptr && ep->outgoing == c) {
             close_conn(c);

@@ -136,13 +136,13 @@ Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all, con
     return out;
 }
 
-std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs) {
+std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs, std::uint16_t flags) {
     const std::size_t n = std::min(addrs.size(), kMaxPublished);
     std::vector<std::uint8_t> out(4 + 24 * n);
     ByteWriter w(out);
     w.u8(1);
     w.u8(static_cast<std::uint8_t>(n));
-    w.u16(0);
+    w.u16(flags);
     for (std::size_t i = 0; i < n; ++i) {
         const PublishedAddr& a = addrs[i];
         w.u8(a.addr.family);
@@ -155,18 +155,22 @@ std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs) {
     return out;
 }
 
-Result<std::vector<PublishedAddr>> decode_modex(std::span<const std::uint8_t> bytes) {
+Result<Published> decode_modex(std::span<const std::uint8_t> bytes) {
     ByteReader r(bytes);
     const std::uint8_t version = r.u8();
     const std::uint8_t count = r.u8();
-    r.expect_zero(2);
+    Published pub;
+    pub.flags = r.u16();
     if (!r.ok())
         return fail(r.error());
     if (version != 1)
         return fail(ErrorCode::BadVersion, "drtcp modex version");
+    if ((pub.flags & ~kModexPut) != 0)
+        return fail(ErrorCode::BadField, "drtcp modex flags");
     if (count > kMaxPublished || bytes.size() != 4 + 24 * std::size_t{count})
         return fail(ErrorCode::BadLength, "drtcp modex length");
-    std::vector<PublishedAddr> out(count);
+    std::vector<PublishedAddr>& out = pub.addrs;
+    out.resize(count);
     for (PublishedAddr& a : out) {
         a.addr.family = r.u8();
         a.prefix = r.u8();
@@ -185,7 +189,7 @@ Result<std::vector<PublishedAddr>> decode_modex(std::span<const std::uint8_t> by
             std::any_of(a.addr.bytes.begin() + 4, a.addr.bytes.end(), [](auto b) { return b; }))
             return fail(ErrorCode::BadField, "drtcp modex IPv4 padding");
     }
-    return out;
+    return pub;
 }
 
 int reach_score(const LocalIf& local, const PublishedAddr& remote, bool same_node) noexcept {
@@ -204,25 +208,35 @@ int reach_score(const LocalIf& local, const PublishedAddr& remote, bool same_nod
 
 std::vector<int> pair_addresses(std::span<const LocalIf> locals,
                                 std::span<const PublishedAddr> remotes, bool same_node) {
+    struct Candidate {
+        int score;
+        std::size_t local;
+        std::size_t remote;
+    };
+    std::vector<Candidate> cands;
+    for (std::size_t l = 0; l < locals.size(); ++l)
+        for (std::size_t r = 0; r < remotes.size(); ++r)
+            if (const int score = reach_score(locals[l], remotes[r], same_node); score > 0)
+                cands.push_back({score, l, r});
+    // Best score first; among equals the lower address in the sorted order of
+    // the two addresses, which both sides see the same way.
+    const auto key = [&](const Candidate& c) {
+        const auto& a = locals[c.local].addr.bytes;
+        const auto& b = remotes[c.remote].addr.bytes;
+        return std::make_pair(std::min(a, b), std::max(a, b));
+    };
+    std::stable_sort(cands.begin(), cands.end(), [&](const Candidate& x, const Candidate& y) {
+        if (x.score != y.score)
+            return x.score > y.score;
+        return key(x) < key(y);
+    });
     std::vector<int> out(locals.size(), -1);
-    std::vector<int> taken(remotes.size(), 0);
-    for (std::size_t l = 0; l < locals.size(); ++l) {
-        int best = -1;
-        int best_key = 0;
-        for (std::size_t r = 0; r < remotes.size(); ++r) {
-            const int score = reach_score(locals[l], remotes[r], same_node);
-            if (score == 0)
-                continue;
-            // Score first; among equals the least-taken address.
-            const int key = score * 1024 - std::min(taken[r], 1023);
-            if (best < 0 || key > best_key) {
-                best = static_cast<int>(r);
-                best_key = key;
-            }
-        }
-        out[l] = best;
-        if (best >= 0)
-            ++taken[static_cast<std::size_t>(best)];
+    std::vector<bool> taken(remotes.size(), false);
+    for (const Candidate& c : cands) {
+        if (out[c.local] >= 0 || taken[c.remote])
+            continue;
+        out[c.local] = static_cast<int>(c.remote);
+        taken[c.remote] = true;
     }
     return out;
 }

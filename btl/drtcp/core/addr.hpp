@@ -4,7 +4,7 @@
 // addresses.
 //
 // MODEX blob (published per process, version 1, big-endian):
-//   | version u8 | count u8 | reserved u16 (zero) |  then `count` entries:
+//   | version u8 | count u8 | flags u16 (bit 0: put) |  then `count` entries:
 //   | family u8 (4|6) | prefix u8 | port u16 | links u16 | reserved u16 | addr 16 bytes |
 // An IPv4 address fills the first 4 bytes of `addr`, the rest is zero.
 // The peer's blob is treated as hostile: bad version, count, family, prefix,
@@ -81,9 +81,15 @@ struct PublishedAddr {
     friend bool operator==(const PublishedAddr&, const PublishedAddr&) = default;
 };
 inline constexpr std::size_t kMaxPublished = 64;
+inline constexpr std::uint16_t kModexPut = 0x0001;  // this process's modules offer put
 
-std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs);
-Result<std::vector<PublishedAddr>> decode_modex(std::span<const std::uint8_t> bytes);
+struct Published {
+    std::vector<PublishedAddr> addrs;
+    std::uint16_t flags = 0;
+};
+
+std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs, std::uint16_t flags);
+Result<Published> decode_modex(std::span<const std::uint8_t> bytes);
 
 // Reachability. A local interface can talk to a peer's address when:
 //   3  both sit in the same subnet (the local prefix contains the remote
@@ -92,9 +98,10 @@ Result<std::vector<PublishedAddr>> decode_modex(std::span<const std::uint8_t> by
 //   0  otherwise (different family, or a loopback address across nodes).
 int reach_score(const LocalIf& local, const PublishedAddr& remote, bool same_node) noexcept;
 
-// Pairs each local interface with one of the peer's addresses: the best
-// score first, and among equals an address no other local interface took
-// yet (so two rails map to two rails). -1: this interface cannot reach it.
+// Pairs local interfaces with the peer's addresses one to one: the pairs
+// with the best score first (then in list order). Each side computes the
+// same pairing from its view, so a connection always arrives at the module
+// that expects it. -1: this interface has no partner on that peer.
 std::vector<int> pair_addresses(std::span<const LocalIf> locals,
                                 std::span<const PublishedAddr> remotes, bool same_node);
 

@@ -29,8 +29,8 @@ struct RawParams {
     bool nodelay = true;
     unsigned connect_timeout_ms = 10000;
     unsigned connect_attempts = 10;
-    unsigned user_timeout_ms = 20000;  // TCP_USER_TIMEOUT and keepalive
-    unsigned sendq_frames = 512;       // per endpoint
+    unsigned user_timeout_ms = 0;  // TCP_USER_TIMEOUT and keepalive (0: kernel defaults)
+    unsigned sendq_frames = 512;   // per endpoint
     double fault_drop = 0.0;
     double fault_corrupt = 0.0;
     unsigned fault_fail_after = 0;
@@ -53,7 +53,7 @@ struct Config {
     int rcvbuf = 0;
     bool nodelay = true;
     ConnectPolicy connect;
-    unsigned user_timeout_ms = 20000;
+    unsigned user_timeout_ms = 0;
     unsigned sendq_frames = 512;
     double fault_drop = 0.0;
     double fault_corrupt = 0.0;

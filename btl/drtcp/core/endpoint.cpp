@@ -42,6 +42,7 @@ bool transition_allowed(EpState from, EpState to) noexcept {
         case EpState::HelloWait:
             return to == EpState::Connected || to == EpState::RetryWait || to == EpState::AwaitPeer;
         case EpState::Connected:
+            return to == EpState::Closed;  // an adopted connection that never carried a frame
         case EpState::Failed:
         case EpState::Gone:
             return false;
@@ -74,8 +75,13 @@ EndpointFsm::Action EndpointFsm::on_send(Micros now) noexcept {
 }
 
 void EndpointFsm::on_tcp_connected(Micros /*now*/) noexcept {
-    if (state_ == EpState::Connecting)
-        transition(EpState::HelloWait, "tcp connected, HELLO sent");
+    if (state_ != EpState::Connecting)
+        return;
+    transition(EpState::HelloWait, "tcp connected, HELLO sent");
+    // The peer answers when it next enters MPI, which may be much later
+    // (a long compute phase): no deadline. A dead peer shows as the socket
+    // breaking (reset, or keepalive with btl_drtcp_user_timeout).
+    deadline_ = kNever;
 }
 
 void EndpointFsm::on_outgoing_hello() noexcept {
@@ -147,6 +153,14 @@ EndpointFsm::Action EndpointFsm::on_connection_lost(bool graceful) noexcept {
     }
     transition(EpState::Failed, "connection lost");
     return Action::Fail;
+}
+
+void EndpointFsm::on_abandoned() noexcept {
+    if (state_ != EpState::Connected)
+        return;
+    transition(EpState::Closed, "connection closed before it carried a frame");
+    deadline_ = kNever;
+    attempts_ = 0;
 }
 
 EndpointFsm::Action EndpointFsm::on_shutdown() noexcept {

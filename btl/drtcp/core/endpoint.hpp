@@ -14,10 +14,12 @@
 //   (on its way), maybe because the peer does not know us yet; if no
 //   connection comes within one back-off step we try again.
 //
-// Failed (a connection that had carried data broke, or every attempt
-// failed) is final: pending frames complete in error and the PML is told, so
-// pml dr fails over; a fresh connection could not know what the broken one
-// lost. Gone: the peer said BYE (it is finalizing); nothing is reported.
+// HelloWait has no deadline (the peer may be computing); Connecting has
+// connect_timeout. A connection that closes before carrying a single frame
+// returns the endpoint to Closed. Failed (a connection that had carried data
+// broke, or every attempt failed) is final: pending frames complete in error and the PML is told,
+// so pml dr fails over; a fresh connection could not know what the broken one lost. Gone: the peer
+// said BYE (it is finalizing); nothing is reported.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -87,6 +89,10 @@ class EndpointFsm {
     Action on_outgoing_lost(Micros now) noexcept;
     // The established connection broke (graceful: the peer said BYE first).
     Action on_connection_lost(bool graceful) noexcept;
+    // The established connection closed before a single frame went either
+    // way (the peer gave up on an attempt we adopted late): nothing was lost,
+    // so this is not a failure; the endpoint connects again when needed.
+    void on_abandoned() noexcept;
     // The module died (fault injection, finalize): stop for good.
     Action on_shutdown() noexcept;
     // Drive timers; call when now >= deadline().

@@ -92,6 +92,7 @@ struct State {
     std::mutex done_lock;
     std::vector<Frag*> done;  // sends completed inline, called back from progress
     int finalized = 0;
+    bool put = false;  // the modules offer put (published in the modex)
 };
 
 State& state() noexcept;
@@ -108,6 +109,11 @@ void add_unknown_peer(core::ProcName name) noexcept;
 // Transport events -> Open MPI: frames to the tag's callback, send
 // completions to descriptors, endpoint failures to the error callback.
 adapter::TransportEvents& events() noexcept;
+// Frees descriptors without calling anybody (after the PML is closed).
+adapter::TransportEvents& discard_events() noexcept;
+// Completions of inline sends still waiting for progress: those of one
+// endpoint (or all when null), called back (call) or silently freed.
+void complete_done(const mca_btl_base_endpoint_t* only, bool call) noexcept;
 int progress() noexcept;
 
 }  // namespace btl::drtcp::mca

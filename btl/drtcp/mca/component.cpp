@@ -83,6 +83,10 @@ class Events final : public adapter::TransportEvents {
   public:
     void on_frame(void* module_user, std::uint8_t tag, std::span<std::uint8_t> payload) override {
         auto* m = static_cast<Module*>(module_user);
+        if (tag >= MCA_BTL_TAG_MAX) {  // the trigger table has MCA_BTL_TAG_MAX entries
+            logf(state().log, LogLevel::Warn, "frame with out-of-range tag %u dropped", tag);
+            return;
+        }
         const mca_btl_active_message_callback_t& cb = mca_btl_base_active_message_trigger[tag];
         if (cb.cbfunc == nullptr) {
             logf(state().log, LogLevel::Warn, "frame with unregistered tag %u dropped", tag);
@@ -125,6 +129,14 @@ class Events final : public adapter::TransportEvents {
     }
 };
 
+// After the PML is gone (finalize): descriptors are freed, nobody is called.
+class Discard final : public adapter::TransportEvents {
+  public:
+    void on_frame(void*, std::uint8_t, std::span<std::uint8_t>) override {}
+    void on_sent(void* cookie, bool) override { state().frags.put(static_cast<Frag*>(cookie)); }
+    void on_endpoint_failed(void*, void*) override {}
+};
+
 }  // namespace
 
 adapter::TransportEvents& events() noexcept {
@@ -132,11 +144,30 @@ adapter::TransportEvents& events() noexcept {
     return e;
 }
 
+adapter::TransportEvents& discard_events() noexcept {
+    static Discard d;
+    return d;
+}
+
+void complete_done(const mca_btl_base_endpoint_t* only, bool call) noexcept {
+    State& s = state();
+    std::vector<Frag*> mine;
+    {
+        std::lock_guard lock(s.done_lock);
+        auto keep = std::partition(s.done.begin(), s.done.end(),
+                                   [&](Frag* f) { return only != nullptr && f->endpoint != only; });
+        mine.assign(keep, s.done.end());
+        s.done.erase(keep, s.done.end());
+    }
+    for (Frag* f : mine)
+        (call ? events() : discard_events()).on_sent(f, true);
+}
+
 int progress() noexcept {
     State& s = state();
     if (!s.transport)
         return 0;
-    int n = s.transport->progress(events());
+    const int n = s.transport->progress(events());
     std::vector<Frag*> done;
     {
         std::lock_guard lock(s.done_lock);
@@ -192,8 +223,8 @@ std::vector<core::LocalIf> usable_interfaces(const core::Config& c) {
     return chosen ? *chosen : std::vector<core::LocalIf>{};
 }
 
-void publish(const std::vector<core::PublishedAddr>& addrs) {
-    std::vector<std::uint8_t> blob = core::encode_modex(addrs);
+void publish(const std::vector<core::PublishedAddr>& addrs, bool put) {
+    std::vector<std::uint8_t> blob = core::encode_modex(addrs, put ? core::kModexPut : 0);
     int rc = OPAL_SUCCESS;
     const auto size = static_cast<int32_t>(blob.size());
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_drtcp_component.btl_version, blob.data(), size);
@@ -246,17 +277,16 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
         s.transport.reset();
         return nullptr;
     }
-    if (s.modules.size() > 1) {
-        // ob1's RDMA pipeline stalls when several put-capable BTL modules
-        // reach one peer (stock tcp with btl_tcp_links 2 hangs the same way in
-        // mpi_tests' p2p_semantics): with more than one module the PML moves
-        // large messages by send instead, striped over all of them.
+    // Put needs exactly one module per peer: ob1's RDMA pipeline stalls when
+    // several put-capable modules reach one peer (stock tcp with
+    // btl_tcp_links 2 hangs the same way). The choice is published so that
+    // two processes that disagree do not pair (see pairing_for).
+    s.put = (tmpl.super.btl_flags & MCA_BTL_FLAGS_PUT) != 0 && s.modules.size() == 1;
+    if (!s.put) {
         for (mca::Module* m : s.modules)
             m->super.btl_flags &= ~static_cast<uint32_t>(MCA_BTL_FLAGS_PUT);
-        logf(s.log, LogLevel::Info, "%zu modules: put disabled, large messages go by send",
-             s.modules.size());
     }
-    publish(s.transport->published());
+    publish(s.transport->published(), s.put);
     auto** out = static_cast<mca_btl_base_module_t**>(
         std::malloc(s.modules.size() * sizeof(mca_btl_base_module_t*)));
     if (out == nullptr)

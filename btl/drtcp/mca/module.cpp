@@ -26,6 +26,8 @@ core::ProcName name_of(const opal_proc_t* p) noexcept {
 }
 
 // The peer's published addresses paired with our interfaces, once per proc.
+// A peer whose put setting differs from ours is not paired at all: ob1
+// would send it PUT requests its modules cannot serve (or the reverse).
 std::vector<int> pairing_for(opal_proc_t* proc, std::vector<core::PublishedAddr>& remotes) {
     State& s = state();
     std::uint8_t* blob = nullptr;
@@ -42,7 +44,14 @@ std::vector<int> pairing_for(opal_proc_t* proc, std::vector<core::PublishedAddr>
              OPAL_NAME_PRINT(proc->proc_name), decoded.error().message.data());
         return {};
     }
-    remotes = std::move(*decoded);
+    if (((decoded->flags & core::kModexPut) != 0) != s.put) {
+        logf(s.log, LogLevel::Warn,
+             "%s %s put and this process does not (or the reverse): not reachable through drtcp; "
+             "give every host the same number of drtcp modules or set btl_drtcp_flags alike",
+             OPAL_NAME_PRINT(proc->proc_name), s.put ? "does not offer" : "offers");
+        return {};
+    }
+    remotes = std::move(decoded->addrs);
     return core::pair_addresses(s.interfaces, remotes, OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags));
 }
 
@@ -94,6 +103,9 @@ int drtcp_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
     for (size_t i = 0; i < nprocs; ++i) {
         if (peers[i] == nullptr)
             continue;
+        // Inline completions still queued for this endpoint go out first:
+        // they point at it.
+        complete_done(peers[i], /*call=*/true);
         s.transport->remove_endpoint(peers[i]->ep, events());
         delete peers[i];
     }
@@ -280,6 +292,8 @@ int drtcp_put(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* loc
     State& s = state();
     if (ep == nullptr || remote_handle == nullptr || size > core::kMaxPutBytes)
         return OPAL_ERR_BAD_PARAM;
+    if (!s.transport->reachable(ep->ep))
+        return OPAL_ERR_UNREACH;  // dead or gone: retrying would never succeed
     if (!s.transport->accepting(ep->ep))
         return OPAL_ERR_OUT_OF_RESOURCE;
     Frag* f = new_frag(as_module(btl), ep, core::kFrameHeaderSize + core::kPutHeaderSize,
@@ -288,6 +302,11 @@ int drtcp_put(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* loc
         return OPAL_ERR_OUT_OF_RESOURCE;
     f->is_put = true;
     f->put = {cbfunc, local_address, local_handle, cbcontext, cbdata};
+    if (size == 0) {  // nothing to move: complete without a frame (the peer refuses empty PUTs)
+        std::lock_guard lock(s.done_lock);
+        s.done.push_back(f);
+        return OPAL_SUCCESS;
+    }
     logf(s.log, LogLevel::Trace, "put of %zu bytes to %s", size,
          OPAL_NAME_PRINT(ep->proc->proc_name));
     (void)core::encode(core::FrameHeader{0, core::kFrameFlagPut, static_cast<std::uint32_t>(size)},
@@ -321,17 +340,18 @@ int drtcp_register_error(mca_btl_base_module_t* btl,
 
 int drtcp_finalize(mca_btl_base_module_t* btl) noexcept {
     State& s = state();
-    Module* m = as_module(btl);
-    if (++s.finalized == static_cast<int>(s.modules.size()) && s.transport) {
-        s.transport->shutdown(events());
-        (void)progress();
-        s.transport.reset();
-        s.frags.clear();
-    }
-    for (Module*& slot : s.modules)
-        if (slot == m)
-            slot = nullptr;
-    delete m;
+    (void)btl;
+    if (++s.finalized < static_cast<int>(s.modules.size()))
+        return OPAL_SUCCESS;  // the last module's finalize tears everything down
+    // The PML is closed by now: what is still queued is freed, not called back.
+    if (s.transport)
+        s.transport->shutdown(discard_events());
+    complete_done(nullptr, /*call=*/false);
+    s.transport.reset();
+    s.frags.clear();
+    for (Module* m : s.modules)
+        delete m;
+    s.modules.clear();
     return OPAL_SUCCESS;
 }
 
