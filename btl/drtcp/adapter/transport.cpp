@@ -183,7 +183,7 @@ void Transport::start_connect_locked(Endpoint* ep) {
         logf(*log_, LogLevel::Debug, "connect to %u.%u failed at once", ep->remote.jobid,
              ep->remote.vpid);
         if (ep->fsm.on_outgoing_lost(monotonic_micros()) == core::EndpointFsm::Action::Fail)
-            broken_.push_back(ep);
+            mark_broken(ep);
         return;
     }
     conns_.push_back(std::make_unique<Conn>(Conn::Kind::Outgoing, *fd, max_frame_));
@@ -192,6 +192,11 @@ void Transport::start_connect_locked(Endpoint* ep) {
     c->connecting = true;
     ep->outgoing = c;
     watch(c, EPOLLOUT);
+}
+
+void Transport::mark_broken(Endpoint* ep) {
+    broken_.push_back(ep);
+    broken_hint_ = true;
 }
 
 void Transport::set_writable_interest(Endpoint* ep, bool want) {
@@ -223,7 +228,7 @@ void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                broken_.push_back(ep);  // progress() closes it and reports
+                mark_broken(ep);  // progress() closes it and reports
             break;
         }
         counters_.bytes_sent += static_cast<std::uint64_t>(w);

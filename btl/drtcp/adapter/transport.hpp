@@ -9,6 +9,7 @@
 // time (others return at once). Events are delivered from progress() with no
 // transport lock held, so the PML may call send() from inside them.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -136,6 +137,8 @@ class Transport {
     bool write_hello(Conn* c, std::uint16_t link);
     void flush_locked(Endpoint* ep, std::vector<void*>& done);
     void set_writable_interest(Endpoint* ep, bool want);
+    // A write found the socket dead: progress() closes it and reports (io_ held).
+    void mark_broken(Endpoint* ep);
     void fail_endpoint_locked(Endpoint* ep, core::EndpointFsm::Action action,
                               std::vector<void*>& errored, std::vector<Endpoint*>& report);
     void handle_accept(Conn* listener);
@@ -167,8 +170,11 @@ class Transport {
     std::vector<void*> p_done_;
     std::vector<void*> p_errored_;
     std::vector<Endpoint*> p_report_;
-    bool timers_ = false;  // some endpoint or connection has a deadline
-    bool dying_ = false;   // some module was killed
+    // Hints progress() reads without the lock (set under it): work waiting
+    // for the timer pass.
+    std::atomic<bool> timers_{false};       // some endpoint or connection has a deadline
+    std::atomic<bool> dying_{false};        // some module was killed
+    std::atomic<bool> broken_hint_{false};  // broken_ is not empty
     plugin::common::FaultInjector faults_;
     std::vector<std::uint8_t> scratch_;  // read buffer
     TransportCounters counters_;

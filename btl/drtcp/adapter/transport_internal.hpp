@@ -20,6 +20,7 @@ struct Conn {
     bool refused_duplicate = false;
     std::uint64_t frames_written = 0;  // completed on this connection
     core::IpAddr local;                // incoming: the address it arrived on
+    core::IpAddr peer;                 // incoming: the address it came from
     plugin::common::Micros deadline = plugin::common::kNever;  // incoming: HELLO due by
     std::uint32_t interest = 0;
 };

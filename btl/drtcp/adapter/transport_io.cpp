@@ -83,7 +83,7 @@ int Transport::progress(TransportEvents& events) {
             handle_readable(c, events);
         ++count;
     }
-    if (timers_ || dying_ || !broken_.empty())
+    if (timers_ || dying_ || broken_hint_)
         run_timers(events);
     if (!graveyard_.empty()) {
         std::lock_guard lock(io_);
@@ -102,13 +102,21 @@ void Transport::handle_accept(Conn* listener) {
             return;  // EAGAIN, or an aborted connection: nothing to do
         ++counters_.accepts;
         std::lock_guard lock(io_);
-        const auto unidentified = std::count_if(conns_.begin(), conns_.end(), [](const auto& c) {
-            return c->kind == Conn::Kind::Incoming && !c->identified;
-        });
-        if (unidentified >= kMaxUnidentified) {
+        // Callers that have not said HELLO yet are bounded; past the bound
+        // the oldest one goes (a flood of silent connections must not lock
+        // the real peers out).
+        std::size_t unidentified = 0;
+        Conn* oldest = nullptr;
+        for (const auto& other : conns_) {
+            if (other->kind != Conn::Kind::Incoming || other->identified)
+                continue;
+            ++unidentified;
+            if (oldest == nullptr || other->deadline < oldest->deadline)
+                oldest = other.get();
+        }
+        if (unidentified >= kMaxUnidentified && oldest != nullptr) {
             ++counters_.refused;
-            ::close(fd);
-            continue;
+            close_conn(oldest);
         }
         apply_options(fd, sockopts_);
         sockaddr_storage local{};
@@ -117,6 +125,7 @@ void Transport::handle_accept(Conn* listener) {
         conns_.push_back(std::make_unique<Conn>(Conn::Kind::Incoming, fd, max_frame_));
         Conn* c = conns_.back().get();
         c->local = from_sockaddr(local);
+        c->peer = from_sockaddr(peer);
         // A caller that never says HELLO is dropped after one connect timeout.
         c->deadline = monotonic_micros() + config_.connect.connect_timeout;
         timers_ = true;
@@ -164,6 +173,15 @@ bool Transport::on_hello(Conn* c, const core::Hello& h) {
         return false;
     }
     Endpoint* ep = ep_it->second;
+    if (!(c->peer == from_sockaddr(ep->raddr.ss))) {
+        // The name in a HELLO is not proof: the peer connects from the
+        // address it published for this pairing (its module binds it).
+        ++counters_.refused;
+        logf(*log_, LogLevel::Warn, "refused a HELLO naming %u.%u from %s (expected %s)",
+             h.from.jobid, h.from.vpid, c->peer.str().c_str(),
+             from_sockaddr(ep->raddr.ss).str().c_str());
+        return false;
+    }
     if (ep->fsm.on_incoming_hello() == core::EndpointFsm::Incoming::Refuse) {
         ++counters_.duplicates;
         c->refused_duplicate = true;
@@ -175,7 +193,7 @@ bool Transport::on_hello(Conn* c, const core::Hello& h) {
     c->identified = true;
     c->deadline = kNever;
     if (!write_hello(c, m->link)) {
-        broken_.push_back(ep);
+        mark_broken(ep);
         return true;  // the failure is handled with the other broken endpoints
     }
     flush_locked(ep, p_done_);
@@ -300,6 +318,7 @@ void Transport::run_timers(TransportEvents& events) {
             fail_endpoint_locked(ep, a, p_errored_, p_report_);
         }
         broken_.clear();
+        broken_hint_ = false;
         if (dying_) {
             for (Module& m : modules_) {
                 if (!m.dying)
