@@ -1,0 +1,271 @@
+#include "uct_iface.hpp"
+
+extern "C" {
+#include <ucs/async/async_fwd.h>
+#include <uct/api/uct.h>
+}
+
+#include <cstring>
+#include <unordered_map>
+
+#if !defined(UCT_API) || UCT_API < UCT_VERSION(1, 11)
+#error "btl drucx needs UCX 1.11 or newer (UCT's API is stable from 1.11)"
+#endif
+
+namespace btl::drucx::adapter {
+
+using plugin::common::ErrorCode;
+using plugin::common::fail;
+
+namespace {
+
+constexpr std::uint8_t kAmId = 5;  // one UCT AM id for every drucx message
+
+// Calls fn(component, component_name, md_name) for every memory domain.
+template <typename Fn>
+void for_each_md(Fn&& fn) {
+    uct_component_h* comps = nullptr;
+    unsigned ncomp = 0;
+    if (uct_query_components(&comps, &ncomp) != UCS_OK)
+        return;
+    for (unsigned c = 0; c < ncomp; ++c) {
+        uct_component_attr_t ca{};
+        ca.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+        if (uct_component_query(comps[c], &ca) != UCS_OK)
+            continue;
+        std::vector<uct_md_resource_desc_t> mds(ca.md_resource_count + 1);
+        ca.md_resources = mds.data();
+        ca.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+        if (uct_component_query(comps[c], &ca) != UCS_OK)
+            continue;
+        for (unsigned m = 0; m < ca.md_resource_count; ++m)
+            fn(comps[c], std::string(ca.name), std::string(mds[m].md_name));
+    }
+    uct_release_component_list(comps);
+}
+
+uct_md_h open_md(uct_component_h comp, const std::string& md_name) {
+    uct_md_config_t* config = nullptr;
+    if (uct_md_config_read(comp, nullptr, nullptr, &config) != UCS_OK)
+        return nullptr;
+    uct_md_h md = nullptr;
+    if (uct_md_open(comp, md_name.c_str(), config, &md) != UCS_OK)
+        md = nullptr;
+    uct_config_release(config);
+    return md;
+}
+
+}  // namespace
+
+struct Iface::Handles {
+    uct_component_h component = nullptr;
+    uct_md_h md = nullptr;
+    ucs_async_context_t* async = nullptr;
+    uct_worker_h worker = nullptr;
+    uct_iface_h iface = nullptr;
+    uct_iface_attr_t attr{};
+    std::unordered_map<uct_ep_h, void*> eps;  // ep -> its user (for errors)
+};
+
+std::vector<TlResource> list_resources() {
+    std::vector<TlResource> out;
+    for_each_md(
+        [&](uct_component_h comp, const std::string& comp_name, const std::string& md_name) {
+            uct_md_h md = open_md(comp, md_name);
+            if (md == nullptr)
+                return;
+            uct_tl_resource_desc_t* res = nullptr;
+            unsigned n = 0;
+            if (uct_md_query_tl_resources(md, &res, &n) == UCS_OK) {
+                for (unsigned r = 0; r < n; ++r)
+                    out.push_back({comp_name, md_name, res[r].tl_name, res[r].dev_name});
+                uct_release_tl_resource_list(res);
+            }
+            uct_md_close(md);
+        });
+    return out;
+}
+
+Iface::Iface(TlResource res, IfaceEvents& events)
+    : res_(std::move(res)), events_(&events), h_(std::make_unique<Handles>()) {}
+
+Iface::~Iface() {
+    for (auto& [ep, user] : h_->eps)
+        uct_ep_destroy(ep);
+    if (h_->iface != nullptr)
+        uct_iface_close(h_->iface);
+    if (h_->worker != nullptr)
+        uct_worker_destroy(h_->worker);
+    if (h_->async != nullptr)
+        ucs_async_context_destroy(h_->async);
+    if (h_->md != nullptr)
+        uct_md_close(h_->md);
+}
+
+namespace {
+
+ucs_status_t am_handler(void* arg, void* data, size_t length, unsigned /*flags*/) {
+    static_cast<IfaceEvents*>(arg)->on_am({static_cast<const std::uint8_t*>(data), length});
+    return UCS_OK;  // the data is consumed during the call
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Iface>> Iface::open(const TlResource& res, IfaceEvents& events) {
+    std::unique_ptr<Iface> self(new Iface(res, events));
+    Handles& h = *self->h_;
+    for_each_md([&](uct_component_h comp, const std::string&, const std::string& md_name) {
+        if (h.md == nullptr && md_name == res.md) {
+            h.component = comp;
+            h.md = open_md(comp, md_name);
+        }
+    });
+    if (h.md == nullptr)
+        return fail(ErrorCode::Unsupported, "UCT memory domain not available");
+    if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &h.async) != UCS_OK ||
+        uct_worker_create(h.async, UCS_THREAD_MODE_SINGLE, &h.worker) != UCS_OK)
+        return fail(ErrorCode::NoResources, "UCT worker");
+    uct_iface_config_t* config = nullptr;
+    if (uct_md_iface_config_read(h.md, res.tl.c_str(), nullptr, nullptr, &config) != UCS_OK)
+        return fail(ErrorCode::Unsupported, "UCT iface config");
+    uct_iface_params_t params{};
+    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
+                        UCT_IFACE_PARAM_FIELD_STATS_ROOT | UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                        UCT_IFACE_PARAM_FIELD_CPU_MASK | UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name = res.tl.c_str();
+    params.mode.device.dev_name = res.device.c_str();
+    UCS_CPU_ZERO(&params.cpu_mask);
+    params.err_handler_arg = self.get();
+    params.err_handler_flags = 0;  // synchronous: from progress
+    params.err_handler = [](void* arg, uct_ep_h ep, ucs_status_t) -> ucs_status_t {
+        auto* me = static_cast<Iface*>(arg);
+        const auto it = me->h_->eps.find(ep);
+        if (it != me->h_->eps.end())
+            me->events_->on_ep_error(it->second);
+        return UCS_OK;  // we own the ep; it is destroyed later, outside this callback
+    };
+    const ucs_status_t st = uct_iface_open(h.md, h.worker, &params, config, &h.iface);
+    uct_config_release(config);
+    if (st != UCS_OK) {
+        h.iface = nullptr;
+        return fail(ErrorCode::Unsupported, "uct_iface_open failed");
+    }
+    if (uct_iface_query(h.iface, &h.attr) != UCS_OK)
+        return fail(ErrorCode::Internal, "uct_iface_query failed");
+    const std::uint64_t f = h.attr.cap.flags;
+    IfaceCaps& c = self->caps_;
+    c.am_short = (f & UCT_IFACE_FLAG_AM_SHORT) != 0 ? h.attr.cap.am.max_short : 0;
+    c.am_bcopy = (f & UCT_IFACE_FLAG_AM_BCOPY) != 0 ? h.attr.cap.am.max_bcopy : 0;
+    c.connect_to_iface = (f & UCT_IFACE_FLAG_CONNECT_TO_IFACE) != 0;
+    c.peer_failure = (f & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE) != 0;
+    c.ep_check = (f & UCT_IFACE_FLAG_EP_CHECK) != 0;
+    c.cb_sync = (f & UCT_IFACE_FLAG_CB_SYNC) != 0;
+    if (c.cb_sync && (c.am_short > 0 || c.am_bcopy > 0) &&
+        uct_iface_set_am_handler(h.iface, kAmId, am_handler, &events, 0) != UCS_OK)
+        return fail(ErrorCode::Internal, "uct_iface_set_am_handler failed");
+    // Without this, uct_worker_progress does not poll the iface.
+    uct_iface_progress_enable(h.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    return self;
+}
+
+std::vector<std::uint8_t> Iface::address() const {
+    const std::size_t dl = h_->attr.device_addr_len;
+    const std::size_t il = h_->attr.iface_addr_len;
+    std::vector<std::uint8_t> out(dl + il);
+    if (dl > 0 && uct_iface_get_device_address(
+                      h_->iface, reinterpret_cast<uct_device_addr_t*>(out.data())) != UCS_OK)
+        return {};
+    if (il > 0 && uct_iface_get_address(
+                      h_->iface, reinterpret_cast<uct_iface_addr_t*>(out.data() + dl)) != UCS_OK)
+        return {};
+    return out;
+}
+
+bool Iface::reachable(std::span<const std::uint8_t> peer) const {
+    const std::size_t dl = h_->attr.device_addr_len;
+    if (peer.size() != dl + h_->attr.iface_addr_len || !caps_.connect_to_iface)
+        return false;
+    return uct_iface_is_reachable(h_->iface,
+                                  reinterpret_cast<const uct_device_addr_t*>(peer.data()),
+                                  reinterpret_cast<const uct_iface_addr_t*>(peer.data() + dl)) != 0;
+}
+
+Result<void*> Iface::connect(std::span<const std::uint8_t> peer, void* user) {
+    if (!reachable(peer))
+        return fail(ErrorCode::Unreachable, "peer address not reachable through this iface");
+    const std::size_t dl = h_->attr.device_addr_len;
+    uct_ep_params_t p{};
+    p.field_mask =
+        UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface = h_->iface;
+    p.dev_addr = reinterpret_cast<const uct_device_addr_t*>(peer.data());
+    p.iface_addr = reinterpret_cast<const uct_iface_addr_t*>(peer.data() + dl);
+    uct_ep_h ep = nullptr;
+    if (uct_ep_create(&p, &ep) != UCS_OK)
+        return fail(ErrorCode::Unreachable, "uct_ep_create failed");
+    h_->eps.emplace(ep, user);
+    return static_cast<void*>(ep);
+}
+
+void Iface::destroy_ep(void* ep) noexcept {
+    auto* e = static_cast<uct_ep_h>(ep);
+    if (h_->eps.erase(e) != 0)
+        uct_ep_destroy(e);
+}
+
+namespace {
+struct PackArgs {
+    std::span<const std::uint8_t> header;
+    std::span<const std::uint8_t> payload;
+};
+size_t pack_am(void* dest, void* arg) {
+    const auto* a = static_cast<const PackArgs*>(arg);
+    auto* out = static_cast<std::uint8_t*>(dest);
+    std::memcpy(out, a->header.data(), a->header.size());
+    if (!a->payload.empty())
+        std::memcpy(out + a->header.size(), a->payload.data(), a->payload.size());
+    return a->header.size() + a->payload.size();
+}
+}  // namespace
+
+Result<void> Iface::send_am(void* ep, std::span<const std::uint8_t> header,
+                            std::span<const std::uint8_t> payload) {
+    auto* e = static_cast<uct_ep_h>(ep);
+    const std::size_t total = header.size() + payload.size();
+    ucs_status_t st = UCS_OK;
+    if (total <= caps_.am_short && h_->attr.cap.am.max_iov >= 2) {
+        uct_iov_t iov[2] = {};
+        iov[0].buffer = const_cast<std::uint8_t*>(header.data());
+        iov[0].length = header.size();
+        iov[0].count = 1;
+        iov[1].buffer = const_cast<std::uint8_t*>(payload.data());
+        iov[1].length = payload.size();
+        iov[1].count = 1;
+        st = uct_ep_am_short_iov(e, kAmId, iov, payload.empty() ? 1 : 2);
+    } else if (total <= caps_.am_bcopy) {
+        PackArgs args{header, payload};
+        const ssize_t n = uct_ep_am_bcopy(e, kAmId, pack_am, &args, 0);
+        st = n >= 0 ? UCS_OK : static_cast<ucs_status_t>(n);
+    } else {
+        return fail(ErrorCode::BadLength, "message longer than the transport's AM limit");
+    }
+    if (st == UCS_OK || st == UCS_INPROGRESS)
+        return {};
+    if (st == UCS_ERR_NO_RESOURCE)
+        return fail(ErrorCode::WouldBlock, "UCT has no resources now");
+    return fail(ErrorCode::Unreachable, "UCT send failed");
+}
+
+void Iface::check_ep(void* ep) noexcept {
+    if (caps_.ep_check)
+        (void)uct_ep_check(static_cast<uct_ep_h>(ep), 0, nullptr);
+}
+
+unsigned Iface::progress() noexcept {
+    return uct_worker_progress(h_->worker);
+}
+
+}  // namespace btl::drucx::adapter

@@ -1,0 +1,87 @@
+// btl drucx adapter: one UCT interface — its memory domain, worker and
+// iface — opened by transport and device name (no Open MPI). It packs the
+// address peers connect to, creates endpoints to peers' addresses, sends
+// active messages (short when they fit, bcopy otherwise), progresses, and
+// routes AM arrivals and peer failures to an injected handler.
+//
+// UCT is used, not UCP: see ../README.md for the measurements that decided it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+
+namespace btl::drucx::adapter {
+
+using plugin::common::Result;
+
+struct TlResource {
+    std::string component;  // e.g. "posix", "cma", "tcp"
+    std::string md;         // memory domain name
+    std::string tl;         // transport name
+    std::string device;     // device name ("memory", "eth0", ...)
+};
+
+// Every transport/device pair the UCX library offers on this machine.
+std::vector<TlResource> list_resources();
+
+struct IfaceCaps {
+    std::size_t am_short = 0;  // 0: no AM short
+    std::size_t am_bcopy = 0;  // 0: no AM bcopy
+    bool connect_to_iface = false;
+    bool peer_failure = false;  // reports dead peers by itself
+    bool ep_check = false;      // can be asked to check a peer (uct_ep_check)
+    bool cb_sync = false;       // AM handlers may run synchronously from progress
+};
+
+class IfaceEvents {
+  public:
+    virtual ~IfaceEvents() = default;
+    // One active message (our AM id); `bytes` valid during the call only.
+    virtual void on_am(std::span<const std::uint8_t> bytes) = 0;
+    // UCT reported this endpoint's peer failed (from progress).
+    virtual void on_ep_error(void* ep_user) = 0;
+};
+
+class Iface {
+  public:
+    ~Iface();
+    Iface(const Iface&) = delete;
+    Iface& operator=(const Iface&) = delete;
+
+    static Result<std::unique_ptr<Iface>> open(const TlResource& res, IfaceEvents& events);
+
+    [[nodiscard]] const IfaceCaps& caps() const noexcept { return caps_; }
+    [[nodiscard]] const TlResource& resource() const noexcept { return res_; }
+    // Device address followed by iface address: what a peer connects to.
+    [[nodiscard]] std::vector<std::uint8_t> address() const;
+    [[nodiscard]] bool reachable(std::span<const std::uint8_t> peer_address) const;
+
+    // An endpoint to a peer's address; `user` comes back with its errors.
+    Result<void*> connect(std::span<const std::uint8_t> peer_address, void* user);
+    void destroy_ep(void* ep) noexcept;
+
+    // Sends one AM made of `header` then `payload`. Ok, or WouldBlock when
+    // UCT has no resources now (try again after progress).
+    Result<void> send_am(void* ep, std::span<const std::uint8_t> header,
+                         std::span<const std::uint8_t> payload);
+    // Asks UCT to check the peer (posix/sysv report death only this way).
+    void check_ep(void* ep) noexcept;
+
+    unsigned progress() noexcept;
+
+  private:
+    struct Handles;
+    Iface(TlResource res, IfaceEvents& events);
+
+    TlResource res_;
+    IfaceEvents* events_;
+    IfaceCaps caps_;
+    std::unique_ptr<Handles> h_;
+};
+
+}  // namespace btl::drucx::adapter

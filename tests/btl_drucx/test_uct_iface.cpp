@@ -1,0 +1,100 @@
+// drucx UCT adapter against the real UCX library (no MPI): the machine's
+// transports are listed, two interfaces of one transport in this process
+// connect to each other's address, and active messages of every size up to
+// the transport's limits arrive whole and byte-exact, short and bcopy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "uct_iface.hpp"
+
+namespace {
+
+using namespace btl::drucx::adapter;
+
+struct Rec final : IfaceEvents {
+    std::vector<std::vector<std::uint8_t>> got;
+    int errors = 0;
+    void on_am(std::span<const std::uint8_t> b) override { got.emplace_back(b.begin(), b.end()); }
+    void on_ep_error(void*) override { ++errors; }
+};
+
+const TlResource* find(const std::vector<TlResource>& all, const char* tl) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const TlResource& r) { return r.tl == tl; });
+    return it == all.end() ? nullptr : &*it;
+}
+
+TEST(DrucxUct, ListsTheSharedMemoryTransports) {
+    const auto all = list_resources();
+    ASSERT_FALSE(all.empty()) << "UCX offers no transport at all";
+    EXPECT_NE(find(all, "posix"), nullptr);
+    EXPECT_NE(find(all, "cma"), nullptr);
+}
+
+class DrucxUctAm : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DrucxUctAm, MessagesArriveWholeBothWays) {
+    const auto all = list_resources();
+    const TlResource* res = find(all, GetParam());
+    if (res == nullptr)
+        GTEST_SKIP() << GetParam() << " not offered here";
+    Rec ra, rb;
+    auto a = Iface::open(*res, ra);
+    auto b = Iface::open(*res, rb);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    Iface& ia = **a;
+    Iface& ib = **b;
+    ASSERT_TRUE(ia.caps().connect_to_iface);
+    ASSERT_GT(ia.caps().am_bcopy, 16u);
+    auto ab = ia.connect(ib.address(), nullptr);
+    auto ba = ib.connect(ia.address(), nullptr);
+    ASSERT_TRUE(ab.has_value() && ba.has_value());
+    EXPECT_FALSE(ia.reachable(std::vector<std::uint8_t>(3, 0)));  // garbage address
+
+    std::mt19937_64 rng(3);
+    std::vector<std::vector<std::uint8_t>> sent_ab, sent_ba;
+    const std::uint8_t hdr[4] = {65, 1, 0, 0};
+    const std::size_t max = ia.caps().am_bcopy - sizeof hdr;
+    for (int i = 0; i < 400; ++i) {
+        // Every short size, then random sizes up to the bcopy limit.
+        const std::size_t n = i < 120 ? static_cast<std::size_t>(i) : rng() % (max + 1);
+        std::vector<std::uint8_t> p(n);
+        for (auto& x : p)
+            x = static_cast<std::uint8_t>(rng());
+        for (auto [from, ep, list] :
+             {std::tuple{&ia, *ab, &sent_ab}, std::tuple{&ib, *ba, &sent_ba}}) {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            for (;;) {
+                auto r = from->send_am(ep, hdr, p);
+                if (r)
+                    break;
+                ASSERT_EQ(r.error().code, plugin::common::ErrorCode::WouldBlock);
+                ASSERT_LT(std::chrono::steady_clock::now(), until) << "no resources for 10 s";
+                ia.progress();
+                ib.progress();
+            }
+            std::vector<std::uint8_t> whole(hdr, hdr + sizeof hdr);
+            whole.insert(whole.end(), p.begin(), p.end());
+            list->push_back(std::move(whole));
+        }
+        ia.progress();
+        ib.progress();
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((rb.got.size() < sent_ab.size() || ra.got.size() < sent_ba.size()) &&
+           std::chrono::steady_clock::now() < until) {
+        ia.progress();
+        ib.progress();
+    }
+    EXPECT_EQ(rb.got, sent_ab);
+    EXPECT_EQ(ra.got, sent_ba);
+    EXPECT_EQ(ra.errors + rb.errors, 0);
+    EXPECT_FALSE(ia.send_am(*ab, hdr, std::vector<std::uint8_t>(max + 1)).has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, DrucxUctAm, ::testing::Values("posix", "sysv", "tcp"));
+
+}  // namespace
