@@ -1,0 +1,88 @@
+// btl drucx glue: the state shared by the component and module files.
+// Only this ring includes Open MPI (through ompi_prelude.hpp).
+#pragma once
+#include "ompi_prelude.hpp"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "config.hpp"
+#include "fault.hpp"
+#include "opal_log.hpp"
+#include "uct_iface.hpp"
+#include "wire.hpp"
+
+extern "C" {
+#include "opal/mca/btl/base/base.h"
+}
+
+namespace btl::drucx::mca {
+
+struct Module {
+    mca_btl_base_module_t super;  // first: Open MPI casts between the two
+    mca_btl_base_module_error_cb_fn_t error_cb = nullptr;
+};
+
+struct Frag;
+
+}  // namespace btl::drucx::mca
+
+// Open MPI declares this type and leaves it to each BTL.
+struct mca_btl_base_endpoint_t {
+    void* uct_ep = nullptr;
+    opal_proc_t* proc = nullptr;
+    bool failed = false;
+    std::deque<btl::drucx::mca::Frag*> waiting;  // sends UCT had no resources for yet
+};
+
+namespace btl::drucx::mca {
+
+// A send descriptor: the drucx AM header, then the PML's bytes.
+struct Frag {
+    mca_btl_base_descriptor_t base;  // first: the PML sees only this
+    mca_btl_base_segment_t segment;
+    mca_btl_base_endpoint_t* endpoint = nullptr;
+    std::uint8_t header[core::kAmHeaderSize];
+    std::size_t capacity = 0;
+    std::uint8_t* data = nullptr;  // follows the struct in the same allocation
+};
+
+struct State {
+    core::Config config;
+    plugin::common::OpalLogSink log;
+    std::unique_ptr<adapter::Iface> iface;
+    Module* module = nullptr;
+    std::vector<mca_btl_base_endpoint_t*> endpoints;
+    std::vector<Frag*> free_frags;
+    std::vector<Frag*> done;  // sent inline, called back from progress
+    std::vector<mca_btl_base_endpoint_t*> newly_failed;
+    plugin::common::FaultInjector faults;
+    std::size_t waiting_total = 0;  // sends waiting for UCX resources, all peers
+    std::uint64_t sent = 0;
+    bool dead = false;  // fault_fail_after reached: as if the transport were gone
+    std::uint64_t last_check = 0;
+    std::recursive_mutex lock;
+};
+
+State& state() noexcept;
+core::RawParams& raw_params() noexcept;
+int register_params(const mca_base_component_t* component) noexcept;
+Module& template_module() noexcept;
+void fill_module_functions(mca_btl_base_module_t& m) noexcept;
+adapter::IfaceEvents& events() noexcept;
+int progress() noexcept;
+Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) noexcept;
+void free_frag(Frag* f) noexcept;
+// Back-pressure: room for one more waiting send to `ep` (per peer and in all).
+inline bool has_room(const mca_btl_base_endpoint_t* ep) noexcept {
+    const State& s = state();
+    return ep->waiting.size() < s.config.max_pending_peer && s.waiting_total < s.config.max_pending;
+}
+// Completes a descriptor: its callback (if any), then freed when the BTL owns it.
+void complete(Frag* f, int status) noexcept;
+// Marks an endpoint failed: its waiting sends complete in error, the PML is told.
+void fail_endpoint(mca_btl_base_endpoint_t* ep) noexcept;
+
+}  // namespace btl::drucx::mca

@@ -1,0 +1,330 @@
+// mca_btl_drucx_component: parameters, transport choice, the module, the
+// modex, progress (UCT worker, waiting sends, peer checks) and the UCT
+// events (active messages to the tag's callback, peer failures to the PML).
+#include <algorithm>
+#include <ctime>
+
+#include "btl.hpp"
+
+extern "C" {
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/proc.h"
+}
+
+namespace {
+
+int drucx_register() noexcept;
+int drucx_open() noexcept;
+int drucx_close() noexcept;
+mca_btl_base_module_t** drucx_init(int* num_btls, bool enable_progress_threads,
+                                   bool enable_mpi_threads) noexcept;
+int drucx_progress() noexcept {
+    return btl::drucx::mca::progress();
+}
+
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default"))) mca_btl_base_component_3_0_0_t mca_btl_drucx_component = {
+    .btl_version =
+        {
+            MCA_BTL_DEFAULT_VERSION("drucx"),
+            .mca_open_component = drucx_open,
+            .mca_close_component = drucx_close,
+            .mca_query_component = nullptr,
+            .mca_register_component_params = drucx_register,
+        },
+    .btl_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+    .btl_init = drucx_init,
+    .btl_progress = drucx_progress,
+};
+}
+
+namespace btl::drucx::mca {
+
+using plugin::common::logf;
+using plugin::common::LogLevel;
+
+State& state() noexcept {
+    static State s;
+    return s;
+}
+
+Module& template_module() noexcept {
+    static Module m = [] {
+        Module t{};
+        t.super.btl_component = &mca_btl_drucx_component;
+        t.super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH - 1;  // below vader
+        t.super.btl_eager_limit = 4096;
+        t.super.btl_rndv_eager_limit = 4096;
+        t.super.btl_max_send_size = 8192;
+        t.super.btl_latency = 1;
+        t.super.btl_bandwidth = 10000;
+        t.super.btl_flags = MCA_BTL_FLAGS_SEND;
+        fill_module_functions(t.super);
+        return t;
+    }();
+    return m;
+}
+
+Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) noexcept {
+    State& s = state();
+    const std::size_t cap = template_module().super.btl_max_send_size;
+    if (bytes > cap)
+        return nullptr;
+    Frag* f = nullptr;
+    if (!s.free_frags.empty()) {
+        f = s.free_frags.back();
+        s.free_frags.pop_back();
+    } else {
+        void* mem = std::malloc(sizeof(Frag) + cap);
+        if (mem == nullptr)
+            return nullptr;
+        f = new (mem) Frag;
+        OBJ_CONSTRUCT(&f->base, mca_btl_base_descriptor_t);
+        f->capacity = cap;
+        f->data = reinterpret_cast<std::uint8_t*>(f + 1);
+    }
+    f->endpoint = ep;
+    f->segment.seg_addr.pval = f->data;
+    f->segment.seg_len = bytes;
+    f->base.des_segments = &f->segment;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = nullptr;
+    f->base.des_cbdata = nullptr;
+    f->base.des_context = nullptr;
+    f->base.order = MCA_BTL_NO_ORDER;
+    return f;
+}
+
+void free_frag(Frag* f) noexcept {
+    if (f != nullptr)
+        state().free_frags.push_back(f);  // bounded by the descriptors ever in use at once
+}
+
+void complete(Frag* f, int status) noexcept {
+    if (f->base.des_cbfunc != nullptr)
+        f->base.des_cbfunc(&state().module->super, f->endpoint, &f->base, status);
+    if ((f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0)
+        free_frag(f);
+}
+
+void fail_endpoint(mca_btl_base_endpoint_t* ep) noexcept {
+    State& s = state();
+    if (ep->failed)
+        return;
+    ep->failed = true;
+    while (!ep->waiting.empty()) {
+        Frag* f = ep->waiting.front();
+        ep->waiting.pop_front();
+        --state().waiting_total;
+        complete(f, OPAL_ERR_UNREACH);
+    }
+    logf(s.log, LogLevel::Warn, "peer %s unreachable through %s",
+         OPAL_NAME_PRINT(ep->proc->proc_name), s.iface ? s.iface->resource().tl.c_str() : "-");
+    if (s.module != nullptr && s.module->error_cb != nullptr)
+        s.module->error_cb(&s.module->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc,
+                           const_cast<char*>("btl drucx: peer unreachable"));
+}
+
+namespace {
+
+class Events final : public adapter::IfaceEvents {
+  public:
+    void on_am(std::span<const std::uint8_t> bytes) override {
+        State& s = state();
+        auto h = core::decode_am_header(bytes);
+        if (!h) {
+            logf(s.log, LogLevel::Warn, "malformed drucx message dropped: %s",
+                 h.error().message.data());
+            return;
+        }
+        if (h->kind == core::AmKind::Bye || h->tag >= MCA_BTL_TAG_MAX)
+            return;
+        const mca_btl_active_message_callback_t& cb = mca_btl_base_active_message_trigger[h->tag];
+        if (cb.cbfunc == nullptr || s.module == nullptr)
+            return;
+        auto* payload = const_cast<std::uint8_t*>(bytes.data() + core::kAmHeaderSize);
+        const std::size_t len = bytes.size() - core::kAmHeaderSize;
+        if (s.faults.enabled()) {
+            const plugin::common::FaultPlan plan = s.faults.next(len);
+            if (plan.drop)
+                return;
+            if (plan.corrupt)
+                payload[plan.byte] ^= plan.mask;  // UCT's receive buffer, ours until we return
+        }
+        mca_btl_base_segment_t seg{};
+        seg.seg_addr.pval = payload;
+        seg.seg_len = len;
+        mca_btl_base_descriptor_t des{};
+        des.des_segments = &seg;
+        des.des_segment_count = 1;
+        cb.cbfunc(&s.module->super, h->tag, &des, cb.cbdata);
+    }
+    void on_ep_error(void* ep_user) override {
+        // From inside UCT's progress: only note it; progress() handles it after.
+        state().newly_failed.push_back(static_cast<mca_btl_base_endpoint_t*>(ep_user));
+    }
+};
+
+std::uint64_t now_ms() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+           static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+}  // namespace
+
+adapter::IfaceEvents& events() noexcept {
+    static Events e;
+    return e;
+}
+
+int progress() noexcept {
+    State& s = state();
+    std::unique_lock lock(s.lock, std::try_to_lock);
+    if (!lock.owns_lock() || !s.iface)
+        return 0;
+    int n = static_cast<int>(s.iface->progress());
+    // Sends that waited for resources, in order per peer.
+    for (mca_btl_base_endpoint_t* ep : s.endpoints) {
+        while (!ep->waiting.empty() && !ep->failed) {
+            Frag* f = ep->waiting.front();
+            auto r = s.iface->send_am(
+                ep->uct_ep, f->header,
+                {static_cast<const std::uint8_t*>(f->segment.seg_addr.pval), f->segment.seg_len});
+            if (!r && r.error().code == plugin::common::ErrorCode::WouldBlock)
+                break;
+            ep->waiting.pop_front();
+            --state().waiting_total;
+            complete(f, r ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
+            ++n;
+        }
+    }
+    if (!s.done.empty()) {
+        std::vector<Frag*> done;
+        done.swap(s.done);
+        for (Frag* f : done)
+            complete(f, OPAL_SUCCESS);
+        n += static_cast<int>(done.size());
+    }
+    // Shared memory reports a dead peer only when asked.
+    if (!s.iface->caps().peer_failure && s.iface->caps().ep_check) {
+        const std::uint64_t t = now_ms();
+        if (t - s.last_check >= 200) {
+            s.last_check = t;
+            for (mca_btl_base_endpoint_t* ep : s.endpoints)
+                if (!ep->failed)
+                    s.iface->check_ep(ep->uct_ep);
+        }
+    }
+    if (!s.newly_failed.empty()) {
+        std::vector<mca_btl_base_endpoint_t*> failed;
+        failed.swap(s.newly_failed);
+        for (mca_btl_base_endpoint_t* ep : failed)
+            fail_endpoint(ep);
+    }
+    return n;
+}
+
+}  // namespace btl::drucx::mca
+
+namespace {
+
+using namespace btl::drucx;
+using plugin::common::logf;
+using plugin::common::LogLevel;
+
+int drucx_register() noexcept {
+    mca_base_component_t* self = &mca_btl_drucx_component.btl_version;
+    if (mca::register_params(self) != 0)
+        return OPAL_ERROR;
+    return mca_btl_base_param_register(self, &mca::template_module().super);
+}
+
+int drucx_open() noexcept {
+    mca::state().log.open("btl:drucx", mca::raw_params().verbose);
+    return OPAL_SUCCESS;
+}
+
+int drucx_close() noexcept {
+    mca::state().iface.reset();
+    mca::state().log.close();
+    return OPAL_SUCCESS;
+}
+
+// The first AM-capable transport in order of preference that the user allows.
+const adapter::TlResource* choose(const std::vector<adapter::TlResource>& all,
+                                  const core::Config& c) {
+    static const std::vector<std::string> kDefaultOrder = {"sysv", "posix", "tcp"};
+    const std::vector<std::string>& order = c.tls.empty() ? kDefaultOrder : c.tls;
+    for (const std::string& tl : order) {
+        for (const adapter::TlResource& r : all) {
+            const bool dev_ok = c.devices.empty() || std::find(c.devices.begin(), c.devices.end(),
+                                                               r.device) != c.devices.end();
+            if (r.tl == tl && dev_ok && (tl != "tcp" || r.device != "lo"))
+                return &r;
+        }
+    }
+    return nullptr;
+}
+
+mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
+    *num_btls = 0;
+    mca::State& s = mca::state();
+    if (const std::string err = core::validate(mca::raw_params(), s.config); !err.empty()) {
+        logf(s.log, LogLevel::Error, "invalid parameter: %s", err.c_str());
+        return nullptr;
+    }
+    const std::vector<adapter::TlResource> all = adapter::list_resources();
+    const adapter::TlResource* res = choose(all, s.config);
+    if (res == nullptr) {
+        logf(s.log, LogLevel::Info, "no usable UCX transport; drucx disabled");
+        return nullptr;
+    }
+    auto iface = adapter::Iface::open(*res, mca::events());
+    if (!iface || !(*iface)->caps().connect_to_iface || !(*iface)->caps().cb_sync ||
+        (*iface)->caps().am_bcopy <= core::kAmHeaderSize + 64) {
+        logf(s.log, LogLevel::Info, "UCX %s/%s unusable for drucx", res->tl.c_str(),
+             res->device.c_str());
+        return nullptr;
+    }
+    s.iface = std::move(*iface);
+    auto* m = new (std::nothrow) mca::Module(mca::template_module());
+    if (m == nullptr)
+        return nullptr;
+    // Messages fit one AM bcopy; over the network stay below the stock tcp BTL.
+    const std::size_t max = s.iface->caps().am_bcopy - core::kAmHeaderSize;
+    m->super.btl_max_send_size = std::min(m->super.btl_max_send_size, max);
+    m->super.btl_eager_limit = std::min(m->super.btl_eager_limit, max);
+    m->super.btl_rndv_eager_limit = std::min(m->super.btl_rndv_eager_limit, max);
+    mca::template_module().super.btl_max_send_size = m->super.btl_max_send_size;
+    if (res->device != "memory")
+        m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 98;
+    s.module = m;
+    s.faults = plugin::common::FaultInjector(s.config.fault_drop, s.config.fault_corrupt, 0.0,
+                                             s.config.fault_seed);
+    // Publish "<tl>\0<address>": a peer pairs only on the same transport.
+    std::vector<std::uint8_t> addr(res->tl.begin(), res->tl.end());
+    addr.push_back(0);
+    const std::vector<std::uint8_t> uct_addr = s.iface->address();
+    addr.insert(addr.end(), uct_addr.begin(), uct_addr.end());
+    std::vector<std::uint8_t> blob = core::encode_modex(addr);
+    int rc = OPAL_SUCCESS;
+    const auto size = static_cast<int32_t>(blob.size());
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &mca_btl_drucx_component.btl_version, blob.data(), size);
+    if (rc != OPAL_SUCCESS)
+        logf(s.log, LogLevel::Warn, "modex send failed (%d)", rc);
+    auto** out = static_cast<mca_btl_base_module_t**>(std::malloc(sizeof(mca_btl_base_module_t*)));
+    if (out == nullptr)
+        return nullptr;
+    out[0] = &m->super;
+    *num_btls = 1;
+    logf(s.log, LogLevel::Info, "module on UCX %s/%s (AM short %zu, bcopy %zu)", res->tl.c_str(),
+         res->device.c_str(), s.iface->caps().am_short, s.iface->caps().am_bcopy);
+    return out;
+}
+
+}  // namespace

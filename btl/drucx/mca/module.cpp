@@ -1,0 +1,305 @@
+// btl drucx module functions (BTL 3.1): add/del procs through the modex,
+// descriptors, send and sendi over UCT active messages, error registration,
+// finalize. No put/get yet (see ../README.md).
+#include <cstring>
+#include <string_view>
+
+#include "btl.hpp"
+
+extern "C" {
+#include "opal/class/opal_bitmap.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/proc.h"
+}
+
+extern "C" mca_btl_base_component_3_0_0_t mca_btl_drucx_component;
+
+namespace btl::drucx::mca {
+
+using plugin::common::logf;
+using plugin::common::LogLevel;
+
+namespace {
+
+// The peer's UCT address for our transport, or empty (other transport, bad blob).
+std::vector<std::uint8_t> peer_address(opal_proc_t* proc) {
+    State& s = state();
+    std::uint8_t* blob = nullptr;
+    std::size_t size = 0;
+    int rc = OPAL_SUCCESS;
+    OPAL_MODEX_RECV(rc, &mca_btl_drucx_component.btl_version, &proc->proc_name,
+                    reinterpret_cast<void**>(&blob), &size);
+    if (rc != OPAL_SUCCESS || blob == nullptr)
+        return {};
+    std::vector<std::uint8_t> out;
+    auto addr = core::decode_modex(std::span(blob, size));
+    if (!addr) {
+        logf(s.log, LogLevel::Warn, "unusable drucx modex from %s: %s",
+             OPAL_NAME_PRINT(proc->proc_name), addr.error().message.data());
+    } else {
+        // "<tl>\0<address bytes>": only a peer on the same transport is reachable.
+        const std::string& tl = s.iface->resource().tl;
+        const std::span<const std::uint8_t> a = *addr;
+        if (a.size() > tl.size() && std::memcmp(a.data(), tl.data(), tl.size()) == 0 &&
+            a[tl.size()] == 0)
+            out.assign(a.begin() + static_cast<std::ptrdiff_t>(tl.size() + 1), a.end());
+    }
+    std::free(blob);
+    return out;
+}
+
+int drucx_add_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t** procs,
+                    mca_btl_base_endpoint_t** peers, opal_bitmap_t* reachable) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    const opal_proc_t* self = opal_proc_local_get();
+    for (size_t i = 0; i < nprocs; ++i) {
+        opal_proc_t* proc = procs[i];
+        if (proc == self || peers[i] != nullptr)
+            continue;
+        const bool shm = s.iface->resource().device == "memory";
+        if (shm && !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
+            continue;  // shared memory reaches this node only
+        const std::vector<std::uint8_t> addr = peer_address(proc);
+        if (addr.empty() || !s.iface->reachable(addr))
+            continue;
+        auto* ep = new (std::nothrow) mca_btl_base_endpoint_t;
+        if (ep == nullptr)
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        ep->proc = proc;
+        auto uct_ep = s.iface->connect(addr, ep);
+        if (!uct_ep) {
+            delete ep;
+            continue;
+        }
+        ep->uct_ep = *uct_ep;
+        s.endpoints.push_back(ep);
+        peers[i] = ep;
+        if (reachable != nullptr)
+            opal_bitmap_set_bit(reachable, static_cast<int>(i));
+    }
+    return OPAL_SUCCESS;
+}
+
+int drucx_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
+                    mca_btl_base_endpoint_t** peers) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    for (size_t i = 0; i < nprocs; ++i) {
+        mca_btl_base_endpoint_t* ep = peers[i];
+        if (ep == nullptr)
+            continue;
+        // Let what is queued leave while the peer still listens (bounded).
+        for (int round = 0; round < 100000 && !ep->waiting.empty() && !ep->failed; ++round)
+            (void)progress();
+        while (!ep->waiting.empty()) {
+            Frag* f = ep->waiting.front();
+            ep->waiting.pop_front();
+            --state().waiting_total;
+            complete(f, OPAL_ERR_UNREACH);
+        }
+        std::erase_if(s.done, [&](Frag* f) {
+            if (f->endpoint != ep)
+                return false;
+            complete(f, OPAL_SUCCESS);
+            return true;
+        });
+        std::erase(s.newly_failed, ep);
+        std::erase(s.endpoints, ep);
+        s.iface->destroy_ep(ep->uct_ep);
+        delete ep;
+    }
+    return OPAL_SUCCESS;
+}
+
+mca_btl_base_descriptor_t* drucx_alloc(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, uint8_t,
+                                       size_t size, uint32_t flags) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    if (ep == nullptr || !has_room(ep))
+        return nullptr;
+    Frag* f = new_frag(ep, size, flags);
+    return f != nullptr ? &f->base : nullptr;
+}
+
+int drucx_free(mca_btl_base_module_t*, mca_btl_base_descriptor_t* des) noexcept {
+    std::lock_guard lock(state().lock);
+    free_frag(reinterpret_cast<Frag*>(des));
+    return OPAL_SUCCESS;
+}
+
+mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
+                                             mca_btl_base_endpoint_t* ep,
+                                             opal_convertor_t* convertor, uint8_t, size_t reserve,
+                                             size_t* size, uint32_t flags) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    const std::size_t limit = btl->btl_max_send_size;
+    if (ep == nullptr || reserve > limit || !has_room(ep))
+        return nullptr;
+    if (*size > limit - reserve)
+        *size = limit - reserve;
+    Frag* f = new_frag(ep, reserve + *size, flags);
+    if (f == nullptr)
+        return nullptr;
+    iovec iov{f->data + reserve, *size};
+    uint32_t count = 1;
+    size_t max_data = *size;
+    if (opal_convertor_pack(convertor, &iov, &count, &max_data) < 0) {
+        free_frag(f);
+        return nullptr;
+    }
+    *size = max_data;
+    f->segment.seg_len = reserve + max_data;
+    return &f->base;
+}
+
+// 1: gone to UCT; 0: waiting for resources; <0: error.
+int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
+    State& s = state();
+    if (ep->failed || s.dead)
+        return OPAL_ERR_UNREACH;
+    if (s.config.fault_fail_after != 0 && ++s.sent > s.config.fault_fail_after) {
+        logf(s.log, LogLevel::Warn, "fault injection: drucx dies after %llu messages",
+             static_cast<unsigned long long>(s.config.fault_fail_after));
+        s.dead = true;
+        for (mca_btl_base_endpoint_t* e : s.endpoints)
+            if (!e->failed)
+                s.newly_failed.push_back(e);
+        return OPAL_ERR_UNREACH;
+    }
+    (void)core::encode(core::AmHeader{tag, core::AmKind::Data}, f->header);
+    f->endpoint = ep;
+    if (!ep->waiting.empty()) {
+        ep->waiting.push_back(f);  // keep the order
+        ++s.waiting_total;
+        return 0;
+    }
+    auto r = s.iface->send_am(
+        ep->uct_ep, f->header,
+        {static_cast<const std::uint8_t*>(f->segment.seg_addr.pval), f->segment.seg_len});
+    if (r)
+        return 1;
+    if (r.error().code == plugin::common::ErrorCode::WouldBlock) {
+        ep->waiting.push_back(f);
+        ++s.waiting_total;
+        return 0;
+    }
+    return OPAL_ERR_UNREACH;
+}
+
+int drucx_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, mca_btl_base_descriptor_t* des,
+               mca_btl_base_tag_t tag) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    auto* f = reinterpret_cast<Frag*>(des);
+    const int rc = post(f, ep, tag);
+    if (rc <= 0)
+        return rc;  // queued (0 = OPAL_SUCCESS) or an error
+    if ((des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) == 0) {
+        if ((des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0)
+            free_frag(f);
+        return 1;
+    }
+    s.done.push_back(f);  // called back from progress, like the stock BTLs
+    return OPAL_SUCCESS;
+}
+
+int drucx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
+                opal_convertor_t* convertor, void* header, size_t header_size, size_t payload_size,
+                uint8_t, uint32_t flags, mca_btl_base_tag_t tag,
+                mca_btl_base_descriptor_t** descriptor) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    if (descriptor != nullptr)
+        *descriptor = nullptr;
+    if (ep == nullptr || header_size + payload_size > btl->btl_eager_limit || !ep->waiting.empty())
+        return OPAL_ERR_RESOURCE_BUSY;
+    Frag* f = new_frag(ep, header_size + payload_size, flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (f == nullptr)
+        return OPAL_ERR_RESOURCE_BUSY;
+    std::memcpy(f->data, header, header_size);
+    if (payload_size > 0) {
+        iovec iov{f->data + header_size, payload_size};
+        uint32_t count = 1;
+        size_t max_data = payload_size;
+        if (opal_convertor_pack(convertor, &iov, &count, &max_data) < 0 ||
+            max_data != payload_size) {
+            free_frag(f);
+            return OPAL_ERROR;
+        }
+    }
+    const int rc = post(f, ep, tag);
+    if (rc < 0) {
+        free_frag(f);
+        return rc;
+    }
+    if (rc == 1)
+        free_frag(f);
+    return OPAL_SUCCESS;  // sent, or waiting (freed when it leaves)
+}
+
+int drucx_register_error(mca_btl_base_module_t* btl,
+                         mca_btl_base_module_error_cb_fn_t cb) noexcept {
+    reinterpret_cast<Module*>(btl)->error_cb = cb;
+    return OPAL_SUCCESS;
+}
+
+int drucx_finalize(mca_btl_base_module_t* btl) noexcept {
+    State& s = state();
+    {
+        std::lock_guard lock(s.lock);
+        // The PML is closed: free what is left without calling anybody.
+        for (Frag* f : s.done)
+            free_frag(f);
+        s.done.clear();
+        for (mca_btl_base_endpoint_t* ep : s.endpoints) {
+            for (Frag* f : ep->waiting)
+                free_frag(f);
+            s.iface->destroy_ep(ep->uct_ep);
+            delete ep;
+        }
+        s.endpoints.clear();
+        s.waiting_total = 0;
+        s.newly_failed.clear();
+        s.iface.reset();
+        for (Frag* f : s.free_frags) {
+            OBJ_DESTRUCT(&f->base);
+            f->~Frag();
+            std::free(f);
+        }
+        s.free_frags.clear();
+        s.module = nullptr;
+    }
+    delete reinterpret_cast<Module*>(btl);
+    return OPAL_SUCCESS;
+}
+
+void drucx_dump(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, int) noexcept {
+    opal_output(0, "[btl:drucx] %s endpoint %s, %zu sends waiting",
+                state().iface ? state().iface->resource().tl.c_str() : "-",
+                ep != nullptr && ep->failed ? "failed" : "alive",
+                ep != nullptr ? ep->waiting.size() : 0);
+}
+
+int drucx_ft_event(int) noexcept {
+    return OPAL_SUCCESS;
+}
+
+}  // namespace
+
+void fill_module_functions(mca_btl_base_module_t& m) noexcept {
+    m.btl_add_procs = drucx_add_procs;
+    m.btl_del_procs = drucx_del_procs;
+    m.btl_finalize = drucx_finalize;
+    m.btl_alloc = drucx_alloc;
+    m.btl_free = drucx_free;
+    m.btl_prepare_src = drucx_prepare_src;
+    m.btl_send = drucx_send;
+    m.btl_sendi = drucx_sendi;
+    m.btl_dump = drucx_dump;
+    m.btl_register_error = drucx_register_error;
+    m.btl_ft_event = drucx_ft_event;
+}
+
+}  // namespace btl::drucx::mca

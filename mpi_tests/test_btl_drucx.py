@@ -1,0 +1,101 @@
+"""btl drucx (UCX, over UCT) in real MPI jobs, under ob1 and under dr.
+
+The component is young: active messages over UCT shared memory (sysv or
+posix) or tcp; no put/get yet. These tests pin down what it already does:
+the MPI programs byte-exact under both PMLs, dr repairing faults drucx
+injects, dr failing over to drtcp when drucx dies, and staying out of a
+stock run's way (exclusivity below vader).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from test_reliability import counters
+
+
+def run_with(pml: str, btl: str = "self,drucx", **extra: object) -> dict[str, object]:
+    return {"pml": pml, "btl": btl, **extra}
+
+
+def expect(result, marker: str) -> None:
+    result.check()
+    assert marker in result.stdout, f"missing {marker!r} in output:\n{result}"
+
+
+@pytest.fixture(autouse=True)
+def _needs_drucx(components):
+    if not any(c.id == "btl/drucx" for c in components):
+        pytest.skip("btl drucx not built (no UCX)")
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("pml", ["ob1", "dr"])
+@pytest.mark.parametrize("np", [2, 4])
+def test_p2p_semantics(mpi, pml, np):
+    expect(mpi.run("p2p_semantics", np=np, mca=run_with(pml), args=[16]), "p2p ok: 15 subtests")
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("pml", ["ob1", "dr"])
+def test_demo_and_mpi4py(mpi, pml):
+    expect(mpi.run("demo", np=4, mca=run_with(pml)), "demo ok")
+    pytest.importorskip("mpi4py")
+    result = mpi.run_python("p2p_mpi4py.py", np=3, mca=run_with(pml))
+    result.check()
+    assert " ok " in result.stdout, result
+
+
+@pytest.mark.mpi_timeout(120)
+def test_transport_choice_is_reported(mpi):
+    result = mpi.run("ring", np=2, mca=run_with("ob1", btl_drucx_verbose=20, btl_drucx_tls="posix"))
+    expect(result, "ring ok")
+    assert "module on UCX posix/memory" in result.stdout + result.stderr, result
+
+
+@pytest.mark.mpi_timeout(180)
+def test_dr_repairs_drucx_injected_faults(mpi):
+    mca = run_with("dr", btl_drucx_fault_drop=0.03, btl_drucx_fault_corrupt=0.02,
+                   btl_drucx_fault_seed=3, pml_dr_csum="always", pml_dr_ack_timeout=20,
+                   pml_dr_stats=1)
+    result = mpi.run("demo", np=3, mca=mca, args=[1 << 20])
+    expect(result, "demo ok")
+    c = counters(result.stdout + result.stderr)
+    assert c.get("retransmits", 0) > 0, c
+    assert c.get("checksum_errors", 0) + c.get("decode_errors", 0) > 0, c
+
+
+@pytest.mark.mpi_timeout(180)
+def test_dr_fails_over_to_drtcp_when_drucx_dies(mpi):
+    """drucx dies after 300 messages while 4 MiB messages move; dr finishes
+    byte-exact over drtcp (exclusivity raised so the BML uses both)."""
+    mca = run_with("dr", btl="self,drucx,drtcp", btl_drtcp_if_include="127.0.0.1/8",
+                   btl_drtcp_exclusivity=65535, btl_drucx_fault_fail_after=300,
+                   btl_drucx_verbose=10, pml_dr_ack_timeout=50, pml_dr_stats=1)
+    result = mpi.run("demo", np=2, mca=mca, args=[4 << 20])
+    expect(result, "demo ok")
+    text = result.stdout + result.stderr
+    assert "drucx dies after 300 messages" in text, result
+    assert re.search(r"\] path .* over drtcp: sent=\d{3,}", text), result
+
+
+@pytest.mark.mpi_timeout(60)
+def test_vader_keeps_local_peers(mpi):
+    """Installed beside vader, drucx (lower exclusivity) is not used for send."""
+    result = mpi.run("ring", np=2, mca={"pml": "ob1", "btl": "self,vader,drucx",
+                                        "btl_base_verbose": 100})
+    expect(result, "ring ok")
+    text = result.stdout + result.stderr
+    assert "Using vader btl" in text and "Using drucx btl" not in text, result
+
+
+@pytest.mark.mpi_timeout(60)
+def test_parameters_listed_with_help(mpi):
+    result = mpi.run_tool(["ompi_info", "--param", "btl", "drucx", "--level", "9", "--parsable"])
+    result.check()
+    for name in ["tls", "devices", "max_pending", "max_pending_peer", "fault_drop", "fault_corrupt",
+                 "fault_fail_after", "fault_seed", "eager_limit", "exclusivity"]:
+        assert re.search(rf"mca:btl:drucx:param:btl_drucx_{name}:help:.+", result.stdout), \
+            f"btl_drucx_{name} without help:\n{result.stdout[:3000]}"
