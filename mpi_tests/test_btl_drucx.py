@@ -1,7 +1,7 @@
 """btl drucx (UCX, over UCT) in real MPI jobs, under ob1 and under dr.
 
 The component is young: active messages over UCT shared memory (sysv or
-posix) or tcp; no put/get yet. These tests pin down what it already does:
+posix) or tcp, and single-copy gets over cma beside shared memory. These tests pin down what it already does:
 the MPI programs byte-exact under both PMLs, dr repairing faults drucx
 injects, dr failing over to drtcp when drucx dies, and staying out of a
 stock run's way (exclusivity below vader).
@@ -53,6 +53,16 @@ def test_transport_choice_is_reported(mpi):
     result = mpi.run("ring", np=2, mca=run_with("ob1", btl_drucx_verbose=20, btl_drucx_tls="posix"))
     expect(result, "ring ok")
     assert "module on UCX posix/memory" in result.stdout + result.stderr, result
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("pml", ["ob1", "dr"])
+def test_large_messages_move_by_cma_get(mpi, pml):
+    """Beside shared memory the module opens cma: large messages are read
+    straight from the sender's buffer (RGET), every byte checked."""
+    result = mpi.run("demo", np=2, mca=run_with(pml, btl_drucx_verbose=20), args=[8 << 20])
+    expect(result, "demo ok")
+    assert "get over cma" in result.stdout + result.stderr, result
 
 
 @pytest.mark.mpi_timeout(180)

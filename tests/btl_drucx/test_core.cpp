@@ -39,6 +39,38 @@ TEST(DrucxWire, ModexRoundTripAndHostileBlobs) {
     EXPECT_EQ(decode_modex(encode_modex({})).error().code, ErrorCode::BadLength);
 }
 
+TEST(DrucxWire, TransportAddressesRoundTripAndHostileInput) {
+    const std::vector<std::uint8_t> a1(70, 0xAB), a2;  // cma's address may be tiny
+    const std::vector<TlAddress> in = {{"sysv", a1}, {"cma", a2}};
+    const auto bytes = encode_addresses(in);
+    auto out = decode_addresses(bytes);
+    ASSERT_TRUE(out.has_value());
+    ASSERT_EQ(out->size(), 2u);
+    EXPECT_EQ((*out)[0].tl, "sysv");
+    EXPECT_TRUE(
+        std::equal((*out)[0].address.begin(), (*out)[0].address.end(), a1.begin(), a1.end()));
+    EXPECT_EQ((*out)[1].tl, "cma");
+    EXPECT_TRUE((*out)[1].address.empty());
+    for (std::size_t n = 1; n < bytes.size(); ++n) {  // every truncation: error or fewer entries
+        auto t = decode_addresses(std::span(bytes).first(n));
+        if (t) {
+            EXPECT_LT(t->size(), 2u) << n;
+        }
+    }
+    EXPECT_FALSE(decode_addresses({}).has_value());
+    std::vector<std::uint8_t> noname = {0, 0, 0};
+    EXPECT_FALSE(decode_addresses(noname).has_value());
+    std::vector<std::uint8_t> longname(40, 'x');
+    EXPECT_FALSE(decode_addresses(longname).has_value());
+    std::mt19937_64 rng(2);
+    for (int i = 0; i < 2000; ++i) {
+        std::vector<std::uint8_t> junk(rng() % 200);
+        for (auto& x : junk)
+            x = static_cast<std::uint8_t>(rng() % 4 == 0 ? 0 : rng());
+        (void)decode_addresses(junk);
+    }
+}
+
 TEST(DrucxWire, AmHeaderKinds) {
     std::vector<std::uint8_t> m(kAmHeaderSize + 5);
     ASSERT_TRUE(encode(AmHeader{65, AmKind::Data}, m).has_value());

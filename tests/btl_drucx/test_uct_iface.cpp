@@ -97,4 +97,50 @@ TEST_P(DrucxUctAm, MessagesArriveWholeBothWays) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, DrucxUctAm, ::testing::Values("posix", "sysv", "tcp"));
 
+TEST(DrucxUct, CmaGetAndPutCopyRegisteredMemoryInOnePass) {
+    const auto all = list_resources();
+    const TlResource* res = find(all, "cma");
+    if (res == nullptr)
+        GTEST_SKIP() << "cma not offered here";
+    Rec ra, rb;
+    auto a = Iface::open(*res, ra);
+    auto b = Iface::open(*res, rb);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    Iface& ia = **a;
+    ASSERT_TRUE(ia.caps().get_zcopy);
+    auto ab = ia.connect((*b)->address(), nullptr);
+    ASSERT_TRUE(ab.has_value());
+    constexpr std::size_t kLen = 3 << 20;
+    std::vector<std::uint8_t> src(kLen), dst(kLen, 0);
+    std::mt19937_64 rng(5);
+    for (auto& x : src)
+        x = static_cast<std::uint8_t>(rng());
+    auto src_h = (*b)->register_memory(src.data(), kLen);  // the peer's memory
+    auto dst_h = ia.register_memory(dst.data(), kLen);
+    ASSERT_TRUE(src_h.has_value() && dst_h.has_value());
+    std::vector<std::uint8_t> rkey(ia.caps().rkey_size + 1);
+    ASSERT_TRUE((*b)->pack_rkey(*src_h, rkey));
+    int done = 0;
+    bool ok = false;
+    const auto on_done = [](void* arg, bool good) {
+        auto* p = static_cast<std::pair<int*, bool*>*>(arg);
+        ++*p->first;
+        *p->second = good;
+    };
+    std::pair<int*, bool*> flags{&done, &ok};
+    const RmaStart st = ia.rma(true, *ab, dst.data(), kLen, *dst_h,
+                               reinterpret_cast<std::uintptr_t>(src.data()), rkey, on_done, &flags);
+    ASSERT_TRUE(st == RmaStart::Done || st == RmaStart::InProgress);
+    if (st == RmaStart::InProgress) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (done == 0 && std::chrono::steady_clock::now() < until)
+            ia.progress();
+        EXPECT_EQ(done, 1);
+        EXPECT_TRUE(ok);
+    }
+    EXPECT_EQ(dst, src);
+    (*b)->deregister_memory(*src_h);
+    ia.deregister_memory(*dst_h);
+}
+
 }  // namespace

@@ -6,6 +6,7 @@ extern "C" {
 }
 
 #include <cstring>
+#include <new>
 #include <unordered_map>
 
 #if !defined(UCT_API) || UCT_API < UCT_VERSION(1, 11)
@@ -57,9 +58,16 @@ uct_md_h open_md(uct_component_h comp, const std::string& md_name) {
 
 }  // namespace
 
+struct RmaOp {
+    uct_completion_t comp;  // first: UCT hands back this address
+    RmaDone done;
+    void* arg;
+};
+
 struct Iface::Handles {
     uct_component_h component = nullptr;
     uct_md_h md = nullptr;
+    uct_md_attr_t md_attr{};
     ucs_async_context_t* async = nullptr;
     uct_worker_h worker = nullptr;
     uct_iface_h iface = nullptr;
@@ -153,7 +161,7 @@ Result<std::unique_ptr<Iface>> Iface::open(const TlResource& res, IfaceEvents& e
         h.iface = nullptr;
         return fail(ErrorCode::Unsupported, "uct_iface_open failed");
     }
-    if (uct_iface_query(h.iface, &h.attr) != UCS_OK)
+    if (uct_iface_query(h.iface, &h.attr) != UCS_OK || uct_md_query(h.md, &h.md_attr) != UCS_OK)
         return fail(ErrorCode::Internal, "uct_iface_query failed");
     const std::uint64_t f = h.attr.cap.flags;
     IfaceCaps& c = self->caps_;
@@ -163,6 +171,12 @@ Result<std::unique_ptr<Iface>> Iface::open(const TlResource& res, IfaceEvents& e
     c.peer_failure = (f & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE) != 0;
     c.ep_check = (f & UCT_IFACE_FLAG_EP_CHECK) != 0;
     c.cb_sync = (f & UCT_IFACE_FLAG_CB_SYNC) != 0;
+    // Zero-copy RMA on user buffers needs registration; posix/sysv offer RMA
+    // only into memory their md allocated, which is of no use here.
+    const bool reg = (h.md_attr.cap.flags & UCT_MD_FLAG_REG) != 0;
+    c.get_zcopy = reg && (f & UCT_IFACE_FLAG_GET_ZCOPY) != 0;
+    c.put_zcopy = reg && (f & UCT_IFACE_FLAG_PUT_ZCOPY) != 0;
+    c.rkey_size = h.md_attr.rkey_packed_size;
     if (c.cb_sync && (c.am_short > 0 || c.am_bcopy > 0) &&
         uct_iface_set_am_handler(h.iface, kAmId, am_handler, &events, 0) != UCS_OK)
         return fail(ErrorCode::Internal, "uct_iface_set_am_handler failed");
@@ -257,6 +271,62 @@ Result<void> Iface::send_am(void* ep, std::span<const std::uint8_t> header,
     if (st == UCS_ERR_NO_RESOURCE)
         return fail(ErrorCode::WouldBlock, "UCT has no resources now");
     return fail(ErrorCode::Unreachable, "UCT send failed");
+}
+
+Result<void*> Iface::register_memory(void* base, std::size_t len) {
+    uct_mem_h memh = nullptr;
+    if (uct_md_mem_reg(h_->md, base, len, UCT_MD_MEM_ACCESS_RMA, &memh) != UCS_OK)
+        return fail(ErrorCode::NoResources, "uct_md_mem_reg failed");
+    return static_cast<void*>(memh);
+}
+
+void Iface::deregister_memory(void* memh) noexcept {
+    if (memh != nullptr)
+        (void)uct_md_mem_dereg(h_->md, static_cast<uct_mem_h>(memh));
+}
+
+bool Iface::pack_rkey(void* memh, std::span<std::uint8_t> rkey) const {
+    if (rkey.size() < caps_.rkey_size)
+        return false;
+    return caps_.rkey_size == 0 ||
+           uct_md_mkey_pack(h_->md, static_cast<uct_mem_h>(memh), rkey.data()) == UCS_OK;
+}
+
+RmaStart Iface::rma(bool get, void* ep, void* local, std::size_t len, void* local_memh,
+                    std::uint64_t remote, std::span<const std::uint8_t> rkey, RmaDone done,
+                    void* arg) {
+    if ((get ? !caps_.get_zcopy : !caps_.put_zcopy) || rkey.size() < caps_.rkey_size)
+        return RmaStart::Failed;
+    uct_rkey_bundle_t bundle{};
+    if (uct_rkey_unpack(h_->component, rkey.data(), &bundle) != UCS_OK)
+        return RmaStart::Failed;
+    auto* op = new (std::nothrow) RmaOp{{}, done, arg};
+    if (op == nullptr) {
+        (void)uct_rkey_release(h_->component, &bundle);
+        return RmaStart::WouldBlock;
+    }
+    op->comp.func = [](uct_completion_t* c) {
+        auto* o = reinterpret_cast<RmaOp*>(c);
+        o->done(o->arg, c->status == UCS_OK);
+        delete o;
+    };
+    op->comp.count = 1;
+    op->comp.status = UCS_OK;
+    uct_iov_t iov{};
+    iov.buffer = local;
+    iov.length = len;
+    iov.memh = static_cast<uct_mem_h>(local_memh);
+    iov.count = 1;
+    auto* e = static_cast<uct_ep_h>(ep);
+    const ucs_status_t st = get ? uct_ep_get_zcopy(e, &iov, 1, remote, bundle.rkey, &op->comp)
+                                : uct_ep_put_zcopy(e, &iov, 1, remote, bundle.rkey, &op->comp);
+    (void)uct_rkey_release(h_->component, &bundle);
+    if (st == UCS_INPROGRESS)
+        return RmaStart::InProgress;  // op freed by its completion
+    delete op;
+    if (st == UCS_OK)
+        return RmaStart::Done;
+    return st == UCS_ERR_NO_RESOURCE ? RmaStart::WouldBlock : RmaStart::Failed;
 }
 
 void Iface::check_ep(void* ep) noexcept {

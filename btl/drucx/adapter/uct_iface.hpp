@@ -36,7 +36,16 @@ struct IfaceCaps {
     bool peer_failure = false;  // reports dead peers by itself
     bool ep_check = false;      // can be asked to check a peer (uct_ep_check)
     bool cb_sync = false;       // AM handlers may run synchronously from progress
+    bool get_zcopy = false;     // one-sided get from registered user memory
+    bool put_zcopy = false;
+    std::size_t rkey_size = 0;  // bytes of a packed remote key
 };
+
+// An RMA operation in flight: `done(arg, ok)` is called once, from progress
+// (or never, when the call that started it did not return InProgress).
+struct RmaOp;
+using RmaDone = void (*)(void* arg, bool ok);
+enum class RmaStart : std::uint8_t { Done, InProgress, WouldBlock, Failed };
 
 class IfaceEvents {
   public:
@@ -69,6 +78,15 @@ class Iface {
     // UCT has no resources now (try again after progress).
     Result<void> send_am(void* ep, std::span<const std::uint8_t> header,
                          std::span<const std::uint8_t> payload);
+    // Memory registration on this iface's memory domain (for RMA): a handle,
+    // the key a peer needs (packed into `rkey`, caps().rkey_size bytes).
+    Result<void*> register_memory(void* base, std::size_t len);
+    void deregister_memory(void* memh) noexcept;
+    bool pack_rkey(void* memh, std::span<std::uint8_t> rkey) const;
+    // One-sided copy between local registered memory and a peer's.
+    RmaStart rma(bool get, void* ep, void* local, std::size_t len, void* local_memh,
+                 std::uint64_t remote, std::span<const std::uint8_t> rkey, RmaDone done, void* arg);
+
     // Asks UCT to check the peer (posix/sysv report death only this way).
     void check_ep(void* ep) noexcept;
 

@@ -42,6 +42,42 @@ Result<std::span<const std::uint8_t>> decode_modex(std::span<const std::uint8_t>
     return blob.subspan(8, len);
 }
 
+std::vector<std::uint8_t> encode_addresses(std::span<const TlAddress> entries) {
+    std::vector<std::uint8_t> out;
+    for (const TlAddress& e : entries) {
+        out.insert(out.end(), e.tl.begin(), e.tl.end());
+        out.push_back(0);
+        out.push_back(static_cast<std::uint8_t>(e.address.size() >> 8));
+        out.push_back(static_cast<std::uint8_t>(e.address.size()));
+        out.insert(out.end(), e.address.begin(), e.address.end());
+    }
+    return out;
+}
+
+Result<std::vector<TlAddress>> decode_addresses(std::span<const std::uint8_t> bytes) {
+    std::vector<TlAddress> out;
+    while (!bytes.empty()) {
+        if (out.size() == kMaxTlAddresses)
+            return fail(ErrorCode::BadLength, "too many transport addresses");
+        std::size_t name_len = 0;
+        while (name_len < bytes.size() && name_len < 32 && bytes[name_len] != 0)
+            ++name_len;
+        if (name_len == 0 || name_len == 32 || name_len + 3 > bytes.size())
+            return fail(ErrorCode::BadField, "transport name");
+        const std::size_t len = (std::size_t{bytes[name_len + 1]} << 8) | bytes[name_len + 2];
+        if (name_len + 3 + len > bytes.size())
+            return fail(ErrorCode::Truncated, "transport address");
+        TlAddress e;
+        e.tl.assign(reinterpret_cast<const char*>(bytes.data()), name_len);
+        e.address = bytes.subspan(name_len + 3, len);
+        out.push_back(std::move(e));
+        bytes = bytes.subspan(name_len + 3 + len);
+    }
+    if (out.empty())
+        return fail(ErrorCode::BadLength, "no transport address");
+    return out;
+}
+
 Result<std::size_t> encode(const AmHeader& h, std::span<std::uint8_t> out) noexcept {
     if (out.size() < kAmHeaderSize)
         return fail(ErrorCode::NoSpace, "buffer shorter than an AM header");

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "result.hpp"
@@ -45,6 +46,17 @@ struct AmHeader {
 std::vector<std::uint8_t> encode_modex(std::span<const std::uint8_t> address);
 // The worker address inside a peer's blob (a view into `blob`).
 Result<std::span<const std::uint8_t>> decode_modex(std::span<const std::uint8_t> blob) noexcept;
+
+// Inside the modex address: one entry per UCT interface a process opened
+// (the AM transport first, then the RMA one if any):
+//   | transport name, NUL-terminated (<= 31 chars) | len (u16) | len bytes |
+struct TlAddress {
+    std::string tl;
+    std::span<const std::uint8_t> address;  // a view into the decoded bytes
+};
+inline constexpr std::size_t kMaxTlAddresses = 4;
+std::vector<std::uint8_t> encode_addresses(std::span<const TlAddress> entries);
+Result<std::vector<TlAddress>> decode_addresses(std::span<const std::uint8_t> bytes);
 
 Result<std::size_t> encode(const AmHeader& h, std::span<std::uint8_t> out) noexcept;
 // `message`: the whole active message (header + payload).

@@ -32,12 +32,31 @@ struct Frag;
 // Open MPI declares this type and leaves it to each BTL.
 struct mca_btl_base_endpoint_t {
     void* uct_ep = nullptr;
+    void* rma_ep = nullptr;  // on the RMA iface (cma), when both sides have one
     opal_proc_t* proc = nullptr;
     bool failed = false;
     std::deque<btl::drucx::mca::Frag*> waiting;  // sends UCT had no resources for yet
 };
 
+// A registration as the PML sees it: our memory handle (local use only),
+// then the packed remote key the peer's get needs.
+struct mca_btl_base_registration_handle_t {
+    void* memh;
+    std::uint8_t rkey[1];  // really rkey_size bytes (btl_registration_handle_size)
+};
+
 namespace btl::drucx::mca {
+
+// A get in flight: what its completion callback needs.
+struct RdmaOp {
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    mca_btl_base_endpoint_t* endpoint;
+    void* local_address;
+    mca_btl_base_registration_handle_t* local_handle;
+    void* context;
+    void* cbdata;
+    bool ok;
+};
 
 // A send descriptor: the drucx AM header, then the PML's bytes.
 struct Frag {
@@ -53,6 +72,8 @@ struct State {
     core::Config config;
     plugin::common::OpalLogSink log;
     std::unique_ptr<adapter::Iface> iface;
+    std::unique_ptr<adapter::Iface> rma;  // cma beside shared memory: single-copy get
+    std::vector<RdmaOp*> rdma_done;       // gets that finished at once, called back from progress
     Module* module = nullptr;
     std::vector<mca_btl_base_endpoint_t*> endpoints;
     std::vector<Frag*> free_frags;

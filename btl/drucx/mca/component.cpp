@@ -188,6 +188,19 @@ int progress() noexcept {
     if (!lock.owns_lock() || !s.iface)
         return 0;
     int n = static_cast<int>(s.iface->progress());
+    if (s.rma)
+        n += static_cast<int>(s.rma->progress());
+    if (!s.rdma_done.empty()) {
+        std::vector<RdmaOp*> done;
+        done.swap(s.rdma_done);
+        for (RdmaOp* op : done) {
+            if (op->cbfunc != nullptr)
+                op->cbfunc(&s.module->super, op->endpoint, op->local_address, op->local_handle,
+                           op->context, op->cbdata, op->ok ? OPAL_SUCCESS : OPAL_ERROR);
+            delete op;
+        }
+        n += static_cast<int>(done.size());
+    }
     // Sends that waited for resources, in order per peer.
     for (mca_btl_base_endpoint_t* ep : s.endpoints) {
         while (!ep->waiting.empty() && !ep->failed) {
@@ -306,12 +319,31 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     s.module = m;
     s.faults = plugin::common::FaultInjector(s.config.fault_drop, s.config.fault_corrupt, 0.0,
                                              s.config.fault_seed);
-    // Publish "<tl>\0<address>": a peer pairs only on the same transport.
-    std::vector<std::uint8_t> addr(res->tl.begin(), res->tl.end());
-    addr.push_back(0);
-    const std::vector<std::uint8_t> uct_addr = s.iface->address();
-    addr.insert(addr.end(), uct_addr.begin(), uct_addr.end());
-    std::vector<std::uint8_t> blob = core::encode_modex(addr);
+    // Beside shared memory, cma gives single-copy gets for large messages.
+    const std::vector<std::uint8_t> am_addr = s.iface->address();
+    std::vector<std::uint8_t> rma_addr;
+    if (res->device == "memory") {
+        const auto cma = std::find_if(all.begin(), all.end(),
+                                      [](const adapter::TlResource& r) { return r.tl == "cma"; });
+        if (cma != all.end()) {
+            auto rma = adapter::Iface::open(*cma, mca::events());
+            if (rma && (*rma)->caps().get_zcopy && (*rma)->caps().connect_to_iface) {
+                s.rma = std::move(*rma);
+                rma_addr = s.rma->address();
+                m->super.btl_flags |= MCA_BTL_FLAGS_GET;
+                m->super.btl_get_limit = std::size_t{1} << 30;
+                m->super.btl_get_alignment = 0;
+                m->super.btl_get_local_registration_threshold = 0;
+                m->super.btl_registration_handle_size =
+                    sizeof(void*) + std::max<std::size_t>(s.rma->caps().rkey_size, 1);
+            }
+        }
+    }
+    // Publish each transport's address: a peer pairs only on the same ones.
+    std::vector<core::TlAddress> entries = {{res->tl, am_addr}};
+    if (s.rma)
+        entries.push_back({s.rma->resource().tl, rma_addr});
+    std::vector<std::uint8_t> blob = core::encode_modex(core::encode_addresses(entries));
     int rc = OPAL_SUCCESS;
     const auto size = static_cast<int32_t>(blob.size());
     OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &mca_btl_drucx_component.btl_version, blob.data(), size);
@@ -322,8 +354,9 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
         return nullptr;
     out[0] = &m->super;
     *num_btls = 1;
-    logf(s.log, LogLevel::Info, "module on UCX %s/%s (AM short %zu, bcopy %zu)", res->tl.c_str(),
-         res->device.c_str(), s.iface->caps().am_short, s.iface->caps().am_bcopy);
+    logf(s.log, LogLevel::Info, "module on UCX %s/%s (AM short %zu, bcopy %zu)%s", res->tl.c_str(),
+         res->device.c_str(), s.iface->caps().am_short, s.iface->caps().am_bcopy,
+         s.rma ? ", get over cma" : "");
     return out;
 }
 

@@ -1,6 +1,7 @@
 // btl drucx module functions (BTL 3.1): add/del procs through the modex,
 // descriptors, send and sendi over UCT active messages, error registration,
 // finalize. No put/get yet (see ../README.md).
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -21,8 +22,13 @@ using plugin::common::LogLevel;
 
 namespace {
 
-// The peer's UCT address for our transport, or empty (other transport, bad blob).
-std::vector<std::uint8_t> peer_address(opal_proc_t* proc) {
+// The peer's UCT addresses (AM first, then RMA), or empty (bad blob).
+struct PeerAddresses {
+    std::vector<std::uint8_t> am;   // empty: not on our AM transport
+    std::vector<std::uint8_t> rma;  // empty: no RMA pairing
+};
+
+PeerAddresses peer_addresses(opal_proc_t* proc) {
     State& s = state();
     std::uint8_t* blob = nullptr;
     std::size_t size = 0;
@@ -31,18 +37,19 @@ std::vector<std::uint8_t> peer_address(opal_proc_t* proc) {
                     reinterpret_cast<void**>(&blob), &size);
     if (rc != OPAL_SUCCESS || blob == nullptr)
         return {};
-    std::vector<std::uint8_t> out;
-    auto addr = core::decode_modex(std::span(blob, size));
-    if (!addr) {
+    PeerAddresses out;
+    auto inner = core::decode_modex(std::span(blob, size));
+    auto entries = core::decode_addresses(inner ? *inner : std::span<const std::uint8_t>{});
+    if (!entries) {
         logf(s.log, LogLevel::Warn, "unusable drucx modex from %s: %s",
-             OPAL_NAME_PRINT(proc->proc_name), addr.error().message.data());
+             OPAL_NAME_PRINT(proc->proc_name), entries.error().message.data());
     } else {
-        // "<tl>\0<address bytes>": only a peer on the same transport is reachable.
-        const std::string& tl = s.iface->resource().tl;
-        const std::span<const std::uint8_t> a = *addr;
-        if (a.size() > tl.size() && std::memcmp(a.data(), tl.data(), tl.size()) == 0 &&
-            a[tl.size()] == 0)
-            out.assign(a.begin() + static_cast<std::ptrdiff_t>(tl.size() + 1), a.end());
+        // Only a peer on the same transports pairs.
+        const auto& e = *entries;
+        if (e[0].tl == s.iface->resource().tl)
+            out.am.assign(e[0].address.begin(), e[0].address.end());
+        if (e.size() > 1 && s.rma && e[1].tl == s.rma->resource().tl)
+            out.rma.assign(e[1].address.begin(), e[1].address.end());
     }
     std::free(blob);
     return out;
@@ -60,19 +67,24 @@ int drucx_add_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t** procs,
         const bool shm = s.iface->resource().device == "memory";
         if (shm && !OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
             continue;  // shared memory reaches this node only
-        const std::vector<std::uint8_t> addr = peer_address(proc);
-        if (addr.empty() || !s.iface->reachable(addr))
+        const PeerAddresses addr = peer_addresses(proc);
+        if (addr.am.empty() || !s.iface->reachable(addr.am))
             continue;
         auto* ep = new (std::nothrow) mca_btl_base_endpoint_t;
         if (ep == nullptr)
             return OPAL_ERR_OUT_OF_RESOURCE;
         ep->proc = proc;
-        auto uct_ep = s.iface->connect(addr, ep);
+        auto uct_ep = s.iface->connect(addr.am, ep);
         if (!uct_ep) {
             delete ep;
             continue;
         }
         ep->uct_ep = *uct_ep;
+        if (!addr.rma.empty() && s.rma->reachable(addr.rma)) {
+            auto rma_ep = s.rma->connect(addr.rma, ep);
+            if (rma_ep)
+                ep->rma_ep = *rma_ep;
+        }
         s.endpoints.push_back(ep);
         peers[i] = ep;
         if (reachable != nullptr)
@@ -107,6 +119,8 @@ int drucx_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
         std::erase(s.newly_failed, ep);
         std::erase(s.endpoints, ep);
         s.iface->destroy_ep(ep->uct_ep);
+        if (ep->rma_ep != nullptr)
+            s.rma->destroy_ep(ep->rma_ep);
         delete ep;
     }
     return OPAL_SUCCESS;
@@ -239,6 +253,76 @@ int drucx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     return OPAL_SUCCESS;  // sent, or waiting (freed when it leaves)
 }
 
+mca_btl_base_registration_handle_t* drucx_register_mem(mca_btl_base_module_t* btl,
+                                                       mca_btl_base_endpoint_t*, void* base,
+                                                       size_t size, uint32_t) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    if (!s.rma)
+        return nullptr;
+    auto memh = s.rma->register_memory(base, size);
+    if (!memh)
+        return nullptr;
+    auto* h = static_cast<mca_btl_base_registration_handle_t*>(std::calloc(
+        1,
+        std::max(btl->btl_registration_handle_size, sizeof(mca_btl_base_registration_handle_t))));
+    if (h == nullptr || !s.rma->pack_rkey(*memh, std::span(h->rkey, s.rma->caps().rkey_size + 1))) {
+        s.rma->deregister_memory(*memh);
+        std::free(h);
+        return nullptr;
+    }
+    h->memh = *memh;
+    return h;
+}
+
+int drucx_deregister_mem(mca_btl_base_module_t*, mca_btl_base_registration_handle_t* h) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    if (h != nullptr && s.rma)
+        s.rma->deregister_memory(h->memh);
+    std::free(h);
+    return OPAL_SUCCESS;
+}
+
+// A get copies the peer's registered memory straight into ours (cma: one
+// copy by the kernel). Completion comes from progress.
+int drucx_get(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, void* local_address,
+              uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
+              mca_btl_base_registration_handle_t* remote_handle, size_t size, int, int,
+              mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) noexcept {
+    State& s = state();
+    std::lock_guard lock(s.lock);
+    if (ep == nullptr || local_handle == nullptr || remote_handle == nullptr)
+        return OPAL_ERR_BAD_PARAM;
+    if (ep->failed || s.dead || ep->rma_ep == nullptr)
+        return OPAL_ERR_UNREACH;
+    auto* op =
+        new (std::nothrow) RdmaOp{cbfunc, ep, local_address, local_handle, cbcontext, cbdata, true};
+    if (op == nullptr)
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    const auto done = [](void* arg, bool ok) {
+        auto* o = static_cast<RdmaOp*>(arg);
+        o->ok = ok;
+        state().rdma_done.push_back(o);  // called back from progress
+    };
+    switch (s.rma->rma(true, ep->rma_ep, local_address, size, local_handle->memh, remote_address,
+                       std::span<const std::uint8_t>(remote_handle->rkey, s.rma->caps().rkey_size),
+                       done, op)) {
+        case adapter::RmaStart::Done:
+            s.rdma_done.push_back(op);
+            return OPAL_SUCCESS;
+        case adapter::RmaStart::InProgress:
+            return OPAL_SUCCESS;
+        case adapter::RmaStart::WouldBlock:
+            delete op;
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        case adapter::RmaStart::Failed:
+            break;
+    }
+    delete op;
+    return OPAL_ERROR;
+}
+
 int drucx_register_error(mca_btl_base_module_t* btl,
                          mca_btl_base_module_error_cb_fn_t cb) noexcept {
     reinterpret_cast<Module*>(btl)->error_cb = cb;
@@ -257,9 +341,15 @@ int drucx_finalize(mca_btl_base_module_t* btl) noexcept {
             for (Frag* f : ep->waiting)
                 free_frag(f);
             s.iface->destroy_ep(ep->uct_ep);
+            if (ep->rma_ep != nullptr)
+                s.rma->destroy_ep(ep->rma_ep);
             delete ep;
         }
         s.endpoints.clear();
+        for (RdmaOp* op : s.rdma_done)
+            delete op;
+        s.rdma_done.clear();
+        s.rma.reset();
         s.waiting_total = 0;
         s.newly_failed.clear();
         s.iface.reset();
@@ -297,6 +387,9 @@ void fill_module_functions(mca_btl_base_module_t& m) noexcept {
     m.btl_prepare_src = drucx_prepare_src;
     m.btl_send = drucx_send;
     m.btl_sendi = drucx_sendi;
+    m.btl_get = drucx_get;
+    m.btl_register_mem = drucx_register_mem;
+    m.btl_deregister_mem = drucx_deregister_mem;
     m.btl_dump = drucx_dump;
     m.btl_register_error = drucx_register_error;
     m.btl_ft_event = drucx_ft_event;
