@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "text.hpp"
 #include "wire_io.hpp"
 
 namespace btl::drtcp::core {
@@ -88,16 +89,7 @@ bool IfList::matches(const LocalIf& i) const noexcept {
 
 Result<IfList> parse_if_list(std::string_view text) {
     IfList list;
-    while (!text.empty()) {
-        const auto comma = text.find(',');
-        std::string_view item = text.substr(0, comma);
-        text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-        while (!item.empty() && item.front() == ' ')
-            item.remove_prefix(1);
-        while (!item.empty() && item.back() == ' ')
-            item.remove_suffix(1);
-        if (item.empty())
-            continue;
+    for (const std::string_view item : plugin::common::split_list(text)) {
         // A name never starts with a digit or holds ':' or '/'; an address does.
         const bool looks_ip = (item.front() >= '0' && item.front() <= '9') ||
                               item.find_first_of(":/") != std::string_view::npos;

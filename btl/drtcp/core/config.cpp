@@ -1,17 +1,18 @@
 #include "config.hpp"
 
+#include "fault.hpp"
+
 #include <cmath>
 
 namespace btl::drtcp::core {
+
+using plugin::common::is_probability;
 
 RawParams default_params() noexcept {
     return RawParams{};
 }
 
 namespace {
-bool is_probability(double p) noexcept {
-    return std::isfinite(p) && p >= 0.0 && p <= 1.0;
-}
 bool set(const char* s) noexcept {
     return s != nullptr && *s != '\0';
 }

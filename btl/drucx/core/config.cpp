@@ -1,19 +1,22 @@
 #include "config.hpp"
 
+#include "fault.hpp"
+#include "text.hpp"
+
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <string_view>
 
 namespace btl::drucx::core {
 
+using plugin::common::is_probability;
+
 RawParams default_params() noexcept {
     return RawParams{};
 }
 
 namespace {
-bool is_probability(double p) noexcept {
-    return std::isfinite(p) && p >= 0.0 && p <= 1.0;
-}
 bool name_char(char c) noexcept {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == ':' ||
            c == '.';
@@ -22,20 +25,9 @@ bool name_char(char c) noexcept {
 
 bool parse_name_list(const char* text, std::vector<std::string>& out) {
     out.clear();
-    std::string_view rest = text != nullptr ? text : "";
-    while (!rest.empty()) {
-        const auto comma = rest.find(',');
-        std::string_view item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        while (!item.empty() && item.front() == ' ')
-            item.remove_prefix(1);
-        while (!item.empty() && item.back() == ' ')
-            item.remove_suffix(1);
-        if (item.empty())
-            continue;
-        for (const char c : item)
-            if (!name_char(c))
-                return false;
+    for (const std::string_view item : plugin::common::split_list(text != nullptr ? text : "")) {
+        if (!std::all_of(item.begin(), item.end(), name_char))
+            return false;
         if (item == "all" || item == "any") {
             out.clear();
             return true;

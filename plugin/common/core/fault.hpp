@@ -8,6 +8,11 @@
 
 namespace plugin::common {
 
+// A fault probability parameter is valid: finite and within 0..1.
+inline bool is_probability(double p) noexcept {
+    return p >= 0.0 && p <= 1.0;
+}  // NaN fails both
+
 struct FaultPlan {
     bool drop = false;
     bool duplicate = false;

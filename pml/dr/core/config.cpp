@@ -1,6 +1,10 @@
 #include "config.hpp"
 
+#include "fault.hpp"
+
 namespace pml::dr::core {
+
+using plugin::common::is_probability;
 
 using plugin::common::kMillis;
 
@@ -20,12 +24,6 @@ RawParams default_params() noexcept {
     p.window = 256;
     return p;
 }
-
-namespace {
-bool is_probability(double p) {
-    return p >= 0.0 && p <= 1.0;
-}
-}  // namespace
 
 std::string validate(const RawParams& raw, Config& out) {
     Config c;
