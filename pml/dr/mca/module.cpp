@@ -105,6 +105,18 @@ int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
     // MPI_Finalize: frames still unacknowledged get their chance to arrive
     // before the BTLs go away.
     reliability_drain(procs, nprocs);
+    // The BML releases these procs (they may be freed by its del_procs): drop
+    // our pointers to them and their cached peer id first (a proc added again
+    // gets a fresh one).
+    State& s = state();
+    for (size_t i = 0; i < nprocs; ++i) {
+        core::PeerId peer = 0;
+        if (procs[i] == nullptr || !known_peer(procs[i], peer))
+            continue;
+        if (peer < s.proc_of_peer.size())
+            s.proc_of_peer[peer] = nullptr;
+        procs[i]->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = nullptr;
+    }
     return mca_bml.bml_del_procs(nprocs, procs);
 }
 
@@ -314,9 +326,8 @@ int module_fini() noexcept {
     requests_fini();
     OBJ_DESTRUCT(&s.lock);
     s.engine.reset();
-    for (ompi_proc_t* proc : s.proc_of_peer)
-        if (proc != nullptr)
-            proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] = nullptr;
+    // The procs are gone by now (ompi_proc_finalize runs before the PML
+    // framework closes): forget them, touch none of them.
     s.proc_of_peer.clear();
     return OMPI_SUCCESS;
 }
