@@ -1,6 +1,7 @@
 // btl drtcp module functions (BTL 3.1): add/del procs, descriptors, send,
 // sendi, error registration, finalize.
 #include "btl.hpp"
+#include "btl_frag.hpp"
 
 extern "C" {
 #include "opal/class/opal_bitmap.h"
@@ -119,15 +120,7 @@ Frag* new_frag(Module* m, mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32
     f->module = m;
     f->endpoint = ep;
     f->is_put = false;
-    f->base.des_segments = f->segments;
-    f->base.des_segment_count = 1;
-    f->base.des_flags = flags;
-    f->base.des_cbfunc = nullptr;
-    f->base.des_cbdata = nullptr;
-    f->base.des_context = nullptr;
-    f->base.order = MCA_BTL_NO_ORDER;
-    f->segments[0].seg_addr.pval = f->data;
-    f->segments[0].seg_len = bytes;
+    plugin::common::reset_send_descriptor(f->base, f->segments, f->data, bytes, flags);
     return f;
 }
 
@@ -239,15 +232,12 @@ int drtcp_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     if (f == nullptr)
         return OPAL_ERR_RESOURCE_BUSY;
     std::memcpy(f->data, header, header_size);
-    if (payload_size > 0) {
-        iovec iov{f->data + header_size, payload_size};
-        uint32_t count = 1;
-        size_t max_data = payload_size;
-        if (opal_convertor_pack(convertor, &iov, &count, &max_data) < 0 ||
-            max_data != payload_size) {
-            s.frags.put(f);
-            return OPAL_ERROR;
-        }
+    if (std::size_t packed = payload_size;
+        payload_size > 0 &&
+        (!plugin::common::pack_into(convertor, f->data + header_size, &packed) ||
+         packed != payload_size)) {
+        s.frags.put(f);
+        return OPAL_ERROR;
     }
     switch (send_frag(f, ep, tag)) {
         case adapter::SendResult::Unreachable:

@@ -96,6 +96,8 @@ adapter::IfaceEvents& events() noexcept;
 int progress() noexcept;
 Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) noexcept;
 void free_frag(Frag* f) noexcept;
+// One attempt to hand a frag (AM header + segment) to UCT; WouldBlock: no resources now.
+plugin::common::Result<void> send_now(mca_btl_base_endpoint_t* ep, Frag* f) noexcept;
 // Back-pressure: room for one more waiting send to `ep` (per peer and in all).
 inline bool has_room(const mca_btl_base_endpoint_t* ep) noexcept {
     const State& s = state();

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "btl.hpp"
+#include "btl_frag.hpp"
 
 extern "C" {
 #include "opal/mca/pmix/pmix.h"
@@ -69,7 +70,8 @@ Module& template_module() noexcept {
 
 Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) noexcept {
     State& s = state();
-    const std::size_t cap = template_module().super.btl_max_send_size;
+    // Every frag holds the largest message the module sends (fixed at init).
+    const std::size_t cap = s.module->super.btl_max_send_size;
     if (bytes > cap)
         return nullptr;
     Frag* f = nullptr;
@@ -86,16 +88,14 @@ Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) n
         f->data = reinterpret_cast<std::uint8_t*>(f + 1);
     }
     f->endpoint = ep;
-    f->segment.seg_addr.pval = f->data;
-    f->segment.seg_len = bytes;
-    f->base.des_segments = &f->segment;
-    f->base.des_segment_count = 1;
-    f->base.des_flags = flags;
-    f->base.des_cbfunc = nullptr;
-    f->base.des_cbdata = nullptr;
-    f->base.des_context = nullptr;
-    f->base.order = MCA_BTL_NO_ORDER;
+    plugin::common::reset_send_descriptor(f->base, &f->segment, f->data, bytes, flags);
     return f;
+}
+
+plugin::common::Result<void> send_now(mca_btl_base_endpoint_t* ep, Frag* f) noexcept {
+    return state().iface->send_am(
+        ep->uct_ep, f->header,
+        {static_cast<const std::uint8_t*>(f->segment.seg_addr.pval), f->segment.seg_len});
 }
 
 void free_frag(Frag* f) noexcept {
@@ -205,9 +205,7 @@ int progress() noexcept {
     for (mca_btl_base_endpoint_t* ep : s.endpoints) {
         while (!ep->waiting.empty() && !ep->failed) {
             Frag* f = ep->waiting.front();
-            auto r = s.iface->send_am(
-                ep->uct_ep, f->header,
-                {static_cast<const std::uint8_t*>(f->segment.seg_addr.pval), f->segment.seg_len});
+            auto r = send_now(ep, f);
             if (!r && r.error().code == plugin::common::ErrorCode::WouldBlock)
                 break;
             ep->waiting.pop_front();
@@ -313,7 +311,6 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     m->super.btl_max_send_size = std::min(m->super.btl_max_send_size, max);
     m->super.btl_eager_limit = std::min(m->super.btl_eager_limit, max);
     m->super.btl_rndv_eager_limit = std::min(m->super.btl_rndv_eager_limit, max);
-    mca::template_module().super.btl_max_send_size = m->super.btl_max_send_size;
     if (res->device != "memory")
         m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 98;
     s.module = m;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "btl.hpp"
+#include "btl_frag.hpp"
 
 extern "C" {
 #include "opal/class/opal_bitmap.h"
@@ -156,15 +157,11 @@ mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
     Frag* f = new_frag(ep, reserve + *size, flags);
     if (f == nullptr)
         return nullptr;
-    iovec iov{f->data + reserve, *size};
-    uint32_t count = 1;
-    size_t max_data = *size;
-    if (opal_convertor_pack(convertor, &iov, &count, &max_data) < 0) {
+    if (!plugin::common::pack_into(convertor, f->data + reserve, size)) {
         free_frag(f);
         return nullptr;
     }
-    *size = max_data;
-    f->segment.seg_len = reserve + max_data;
+    f->segment.seg_len = reserve + *size;
     return &f->base;
 }
 
@@ -189,9 +186,7 @@ int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
         ++s.waiting_total;
         return 0;
     }
-    auto r = s.iface->send_am(
-        ep->uct_ep, f->header,
-        {static_cast<const std::uint8_t*>(f->segment.seg_addr.pval), f->segment.seg_len});
+    auto r = send_now(ep, f);
     if (r)
         return 1;
     if (r.error().code == plugin::common::ErrorCode::WouldBlock) {
@@ -233,15 +228,12 @@ int drucx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     if (f == nullptr)
         return OPAL_ERR_RESOURCE_BUSY;
     std::memcpy(f->data, header, header_size);
-    if (payload_size > 0) {
-        iovec iov{f->data + header_size, payload_size};
-        uint32_t count = 1;
-        size_t max_data = payload_size;
-        if (opal_convertor_pack(convertor, &iov, &count, &max_data) < 0 ||
-            max_data != payload_size) {
-            free_frag(f);
-            return OPAL_ERROR;
-        }
+    if (std::size_t packed = payload_size;
+        payload_size > 0 &&
+        (!plugin::common::pack_into(convertor, f->data + header_size, &packed) ||
+         packed != payload_size)) {
+        free_frag(f);
+        return OPAL_ERROR;
     }
     const int rc = post(f, ep, tag);
     if (rc < 0) {
