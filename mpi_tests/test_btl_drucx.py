@@ -1,7 +1,7 @@
 """btl drucx (UCX, over UCT) in real MPI jobs, under ob1 and under dr.
 
 The component is young: active messages over UCT shared memory (sysv or
-posix) or tcp, and single-copy gets over cma beside shared memory. These tests pin down what it already does:
+posix) or tcp, and single-copy put/get over cma beside shared memory. These tests pin down what it already does:
 the MPI programs byte-exact under both PMLs, dr repairing faults drucx
 injects, dr failing over to drtcp when drucx dies, and staying out of a
 stock run's way (exclusivity below vader).
@@ -48,11 +48,26 @@ def test_demo_and_mpi4py(mpi, pml):
     assert " ok " in result.stdout, result
 
 
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("pml", ["ob1", "dr"])
+def test_threads_and_onesided(mpi, pml, tmp_path):
+    """MPI_THREAD_MULTIPLE (the module lock is taken only then), and the
+    one-sided/MPI-IO program over osc pt2pt."""
+    expect(mpi.run("threads", np=3, mca=run_with(pml)), "threads ok")
+    expect(mpi.run("onesided_io", np=4, mca=run_with(pml, osc="pt2pt"), args=[tmp_path]),
+           "onesided_io ok")
+
+
 @pytest.mark.mpi_timeout(120)
 def test_transport_choice_is_reported(mpi):
     result = mpi.run("ring", np=2, mca=run_with("ob1", btl_drucx_verbose=20, btl_drucx_tls="posix"))
     expect(result, "ring ok")
     assert "module on UCX posix/memory" in result.stdout + result.stderr, result
+
+
+def rma_counts(text: str) -> list[tuple[int, int]]:
+    """(gets, puts) of every process, from the finalize line (verbose)."""
+    return [(int(g), int(p)) for g, p in re.findall(r"\d+ messages, (\d+) gets, (\d+) puts", text)]
 
 
 @pytest.mark.mpi_timeout(120)
@@ -62,7 +77,27 @@ def test_large_messages_move_by_cma_get(mpi, pml):
     straight from the sender's buffer (RGET), every byte checked."""
     result = mpi.run("demo", np=2, mca=run_with(pml, btl_drucx_verbose=20), args=[8 << 20])
     expect(result, "demo ok")
-    assert "get over cma" in result.stdout + result.stderr, result
+    out = result.stdout + result.stderr
+    assert "put/get over cma" in out, result
+    counts = rma_counts(out)
+    assert len(counts) == 2 and all(g > 0 and p == 0 for g, p in counts), result
+
+
+@pytest.mark.mpi_timeout(120)
+def test_ob1_puts_over_cma_when_get_is_taken_away(mpi):
+    """btl_drucx_flags takes get away: ob1 then uses its RDMA put protocol
+    (the sender writes into the receiver's registered buffer)."""
+    result = mpi.run("demo", np=2, args=[8 << 20],
+                     mca=run_with("ob1", btl_drucx_verbose=20, btl_drucx_flags="send,put"))
+    expect(result, "demo ok")
+    counts = rma_counts(result.stdout + result.stderr)
+    assert len(counts) == 2 and sum(p for _, p in counts) > 0, result
+    assert all(g == 0 for g, _ in counts), result
+    # Without put and get, everything moves by active messages.
+    result = mpi.run("demo", np=2, args=[8 << 20],
+                     mca=run_with("ob1", btl_drucx_verbose=20, btl_drucx_flags="send"))
+    expect(result, "demo ok")
+    assert rma_counts(result.stdout + result.stderr) == [(0, 0), (0, 0)], result
 
 
 @pytest.mark.mpi_timeout(180)

@@ -5,6 +5,7 @@ extern "C" {
 #include <uct/api/uct.h>
 }
 
+#include <array>
 #include <cstring>
 #include <new>
 #include <unordered_map>
@@ -231,37 +232,44 @@ void Iface::destroy_ep(void* ep) noexcept {
 }
 
 namespace {
-struct PackArgs {
-    std::span<const std::uint8_t> header;
-    std::span<const std::uint8_t> payload;
+// The parts of one AM, gathered by the short path (iov) or the bcopy pack callback.
+struct AmParts {
+    std::array<std::span<const std::uint8_t>, 3> part;
+    std::size_t count;
 };
 size_t pack_am(void* dest, void* arg) {
-    const auto* a = static_cast<const PackArgs*>(arg);
+    const auto* a = static_cast<const AmParts*>(arg);
     auto* out = static_cast<std::uint8_t*>(dest);
-    std::memcpy(out, a->header.data(), a->header.size());
-    if (!a->payload.empty())
-        std::memcpy(out + a->header.size(), a->payload.data(), a->payload.size());
-    return a->header.size() + a->payload.size();
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < a->count; ++i) {
+        std::memcpy(out + n, a->part[i].data(), a->part[i].size());
+        n += a->part[i].size();
+    }
+    return n;
 }
 }  // namespace
 
 Result<void> Iface::send_am(void* ep, std::span<const std::uint8_t> header,
-                            std::span<const std::uint8_t> payload) {
+                            std::span<const std::uint8_t> first,
+                            std::span<const std::uint8_t> second) {
     auto* e = static_cast<uct_ep_h>(ep);
-    const std::size_t total = header.size() + payload.size();
+    const std::size_t total = header.size() + first.size() + second.size();
+    AmParts parts{{header, first, second}, 1};
+    if (!first.empty())
+        parts.part[parts.count++] = first;
+    if (!second.empty())
+        parts.part[parts.count++] = second;
     ucs_status_t st = UCS_OK;
-    if (total <= caps_.am_short && h_->attr.cap.am.max_iov >= 2) {
-        uct_iov_t iov[2] = {};
-        iov[0].buffer = const_cast<std::uint8_t*>(header.data());
-        iov[0].length = header.size();
-        iov[0].count = 1;
-        iov[1].buffer = const_cast<std::uint8_t*>(payload.data());
-        iov[1].length = payload.size();
-        iov[1].count = 1;
-        st = uct_ep_am_short_iov(e, kAmId, iov, payload.empty() ? 1 : 2);
+    if (total <= caps_.am_short && h_->attr.cap.am.max_iov >= parts.count) {
+        std::array<uct_iov_t, 3> iov{};
+        for (std::size_t i = 0; i < parts.count; ++i) {
+            iov[i].buffer = const_cast<std::uint8_t*>(parts.part[i].data());
+            iov[i].length = parts.part[i].size();
+            iov[i].count = 1;
+        }
+        st = uct_ep_am_short_iov(e, kAmId, iov.data(), parts.count);
     } else if (total <= caps_.am_bcopy) {
-        PackArgs args{header, payload};
-        const ssize_t n = uct_ep_am_bcopy(e, kAmId, pack_am, &args, 0);
+        const ssize_t n = uct_ep_am_bcopy(e, kAmId, pack_am, &parts, 0);
         st = n >= 0 ? UCS_OK : static_cast<ucs_status_t>(n);
     } else {
         return fail(ErrorCode::BadLength, "message longer than the transport's AM limit");

@@ -74,10 +74,12 @@ class Iface {
     Result<void*> connect(std::span<const std::uint8_t> peer_address, void* user);
     void destroy_ep(void* ep) noexcept;
 
-    // Sends one AM made of `header` then `payload`. Ok, or WouldBlock when
-    // UCT has no resources now (try again after progress).
+    // Sends one AM made of `header`, `first` and `second` (gathered, no
+    // copy of ours). Ok, or WouldBlock when UCT has no resources now (try
+    // again after progress).
     Result<void> send_am(void* ep, std::span<const std::uint8_t> header,
-                         std::span<const std::uint8_t> payload);
+                         std::span<const std::uint8_t> first,
+                         std::span<const std::uint8_t> second = {});
     // Memory registration on this iface's memory domain (for RMA): a handle,
     // the key a peer needs (packed into `rkey`, caps().rkey_size bytes).
     Result<void*> register_memory(void* base, std::size_t len);

@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
@@ -68,26 +69,81 @@ struct Frag {
     std::uint8_t* data = nullptr;  // follows the struct in the same allocation
 };
 
+// Messages that arrived while progress ran with the lock held (several
+// threads): copied here, handed to the PML once the lock is released.
+struct Inbox {
+    struct Entry {
+        mca_btl_base_tag_t tag;
+        std::size_t offset;
+        std::size_t len;
+    };
+    std::vector<std::uint8_t> bytes;
+    std::vector<Entry> entries;
+};
+
+// Calls into the PML owed by the module, made with no lock of ours held:
+// the PML calls us under its own lock, so calling it under ours could
+// deadlock two threads.
+struct Upcalls {
+    Inbox inbox;
+    std::vector<std::pair<Frag*, int>> completions;  // send callbacks (status)
+    std::vector<RdmaOp*> rdma;                       // put/get callbacks
+    std::vector<mca_btl_base_endpoint_t*> failed;    // error callbacks
+    [[nodiscard]] bool empty() const noexcept {
+        return inbox.entries.empty() && completions.empty() && rdma.empty() && failed.empty();
+    }
+};
+
 struct State {
     core::Config config;
     plugin::common::OpalLogSink log;
     std::unique_ptr<adapter::Iface> iface;
-    std::unique_ptr<adapter::Iface> rma;  // cma beside shared memory: single-copy get
-    std::vector<RdmaOp*> rdma_done;       // gets that finished at once, called back from progress
+    std::unique_ptr<adapter::Iface> rma;  // cma beside shared memory: single-copy put/get
+    std::size_t rdma_inflight = 0;        // RMA that UCT completes later (rma progress needed)
     Module* module = nullptr;
     std::vector<mca_btl_base_endpoint_t*> endpoints;
     std::vector<Frag*> free_frags;
-    std::vector<Frag*> done;  // sent inline, called back from progress
+    Upcalls owed;  // run by progress
     std::vector<mca_btl_base_endpoint_t*> newly_failed;
     plugin::common::FaultInjector faults;
     std::size_t waiting_total = 0;  // sends waiting for UCX resources, all peers
-    std::uint64_t sent = 0;
+    std::uint64_t sent = 0;         // messages handed to UCT or queued
+    std::uint64_t gets = 0;         // RMA operations started
+    std::uint64_t puts = 0;
     bool dead = false;  // fault_fail_after reached: as if the transport were gone
     std::uint64_t last_check = 0;
+    unsigned turn = 0;         // progress calls, to look at the clock only now and then
+    bool in_progress = false;  // UCT must not be progressed from its own callbacks
+    bool defer_rx = false;     // arriving messages go to owed.inbox (lock held)
+    bool delivering = false;   // a thread is running upcalls: others only queue
     std::recursive_mutex lock;
 };
 
-State& state() noexcept;
+extern State g_state;
+inline State& state() noexcept {
+    return g_state;
+}
+
+// The lock over the UCT worker and everything drucx keeps, taken only when
+// several threads may call MPI (opal_using_threads()). Never held while
+// calling the PML (see Upcalls); recursive for del_procs, which progresses.
+class Guard {
+  public:
+    Guard() noexcept : held_(opal_using_threads()) {
+        if (held_)
+            g_state.lock.lock();
+    }
+    ~Guard() {
+        if (held_)
+            g_state.lock.unlock();
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+  private:
+    bool held_;
+};
+
 core::RawParams& raw_params() noexcept;
 int register_params(const mca_base_component_t* component) noexcept;
 Module& template_module() noexcept;
@@ -105,7 +161,8 @@ inline bool has_room(const mca_btl_base_endpoint_t* ep) noexcept {
 }
 // Completes a descriptor: its callback (if any), then freed when the BTL owns it.
 void complete(Frag* f, int status) noexcept;
-// Marks an endpoint failed: its waiting sends complete in error, the PML is told.
+// Marks an endpoint failed: its waiting sends complete in error, the PML is
+// told (both from progress, as upcalls).
 void fail_endpoint(mca_btl_base_endpoint_t* ep) noexcept;
 
 }  // namespace btl::drucx::mca

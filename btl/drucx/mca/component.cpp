@@ -46,10 +46,7 @@ namespace btl::drucx::mca {
 using plugin::common::logf;
 using plugin::common::LogLevel;
 
-State& state() noexcept {
-    static State s;
-    return s;
-}
+State g_state;
 
 Module& template_module() noexcept {
     static Module m = [] {
@@ -61,7 +58,9 @@ Module& template_module() noexcept {
         t.super.btl_max_send_size = 8192;
         t.super.btl_latency = 1;
         t.super.btl_bandwidth = 10000;
-        t.super.btl_flags = MCA_BTL_FLAGS_SEND;
+        // What the module may offer; btl_drucx_flags can take some away, and
+        // init drops put/get where there is no RMA transport.
+        t.super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET;
         fill_module_functions(t.super);
         return t;
     }();
@@ -106,8 +105,10 @@ void free_frag(Frag* f) noexcept {
 void complete(Frag* f, int status) noexcept {
     if (f->base.des_cbfunc != nullptr)
         f->base.des_cbfunc(&state().module->super, f->endpoint, &f->base, status);
-    if ((f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0)
+    if ((f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0) {
+        Guard g;
         free_frag(f);
+    }
 }
 
 void fail_endpoint(mca_btl_base_endpoint_t* ep) noexcept {
@@ -116,19 +117,30 @@ void fail_endpoint(mca_btl_base_endpoint_t* ep) noexcept {
         return;
     ep->failed = true;
     while (!ep->waiting.empty()) {
-        Frag* f = ep->waiting.front();
+        s.owed.completions.emplace_back(ep->waiting.front(), OPAL_ERR_UNREACH);
         ep->waiting.pop_front();
-        --state().waiting_total;
-        complete(f, OPAL_ERR_UNREACH);
+        --s.waiting_total;
     }
     logf(s.log, LogLevel::Warn, "peer %s unreachable through %s",
          OPAL_NAME_PRINT(ep->proc->proc_name), s.iface ? s.iface->resource().tl.c_str() : "-");
-    if (s.module != nullptr && s.module->error_cb != nullptr)
-        s.module->error_cb(&s.module->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc,
-                           const_cast<char*>("btl drucx: peer unreachable"));
+    s.owed.failed.push_back(ep);
 }
 
 namespace {
+
+// Hands one message to the PML's callback for its tag.
+void deliver(mca_btl_base_tag_t tag, std::uint8_t* payload, std::size_t len) noexcept {
+    const mca_btl_active_message_callback_t& cb = mca_btl_base_active_message_trigger[tag];
+    if (cb.cbfunc == nullptr)
+        return;
+    mca_btl_base_segment_t seg{};
+    seg.seg_addr.pval = payload;
+    seg.seg_len = len;
+    mca_btl_base_descriptor_t des{};
+    des.des_segments = &seg;
+    des.des_segment_count = 1;
+    cb.cbfunc(&state().module->super, tag, &des, cb.cbdata);
+}
 
 class Events final : public adapter::IfaceEvents {
   public:
@@ -140,10 +152,7 @@ class Events final : public adapter::IfaceEvents {
                  h.error().message.data());
             return;
         }
-        if (h->kind == core::AmKind::Bye || h->tag >= MCA_BTL_TAG_MAX)
-            return;
-        const mca_btl_active_message_callback_t& cb = mca_btl_base_active_message_trigger[h->tag];
-        if (cb.cbfunc == nullptr || s.module == nullptr)
+        if (h->kind == core::AmKind::Bye || h->tag >= MCA_BTL_TAG_MAX || s.module == nullptr)
             return;
         auto* payload = const_cast<std::uint8_t*>(bytes.data() + core::kAmHeaderSize);
         const std::size_t len = bytes.size() - core::kAmHeaderSize;
@@ -154,26 +163,19 @@ class Events final : public adapter::IfaceEvents {
             if (plan.corrupt)
                 payload[plan.byte] ^= plan.mask;  // UCT's receive buffer, ours until we return
         }
-        mca_btl_base_segment_t seg{};
-        seg.seg_addr.pval = payload;
-        seg.seg_len = len;
-        mca_btl_base_descriptor_t des{};
-        des.des_segments = &seg;
-        des.des_segment_count = 1;
-        cb.cbfunc(&s.module->super, h->tag, &des, cb.cbdata);
+        if (!s.defer_rx) {
+            deliver(h->tag, payload, len);
+            return;
+        }
+        Inbox& in = s.owed.inbox;
+        in.entries.push_back({h->tag, in.bytes.size(), len});
+        in.bytes.insert(in.bytes.end(), payload, payload + len);
     }
     void on_ep_error(void* ep_user) override {
         // From inside UCT's progress: only note it; progress() handles it after.
         state().newly_failed.push_back(static_cast<mca_btl_base_endpoint_t*>(ep_user));
     }
 };
-
-std::uint64_t now_ms() noexcept {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
-           static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
-}
 
 }  // namespace
 
@@ -182,26 +184,18 @@ adapter::IfaceEvents& events() noexcept {
     return e;
 }
 
-int progress() noexcept {
-    State& s = state();
-    std::unique_lock lock(s.lock, std::try_to_lock);
-    if (!lock.owns_lock() || !s.iface)
-        return 0;
-    int n = static_cast<int>(s.iface->progress());
-    if (s.rma)
-        n += static_cast<int>(s.rma->progress());
-    if (!s.rdma_done.empty()) {
-        std::vector<RdmaOp*> done;
-        done.swap(s.rdma_done);
-        for (RdmaOp* op : done) {
-            if (op->cbfunc != nullptr)
-                op->cbfunc(&s.module->super, op->endpoint, op->local_address, op->local_handle,
-                           op->context, op->cbdata, op->ok ? OPAL_SUCCESS : OPAL_ERROR);
-            delete op;
-        }
-        n += static_cast<int>(done.size());
-    }
-    // Sends that waited for resources, in order per peer.
+namespace {
+
+std::uint64_t now_ms() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+           static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+// Sends that waited for resources, in order per peer.
+int send_waiting(State& s) {
+    int n = 0;
     for (mca_btl_base_endpoint_t* ep : s.endpoints) {
         while (!ep->waiting.empty() && !ep->failed) {
             Frag* f = ep->waiting.front();
@@ -209,34 +203,103 @@ int progress() noexcept {
             if (!r && r.error().code == plugin::common::ErrorCode::WouldBlock)
                 break;
             ep->waiting.pop_front();
-            --state().waiting_total;
-            complete(f, r ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
+            --s.waiting_total;
+            s.owed.completions.emplace_back(f, r ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
             ++n;
         }
     }
-    if (!s.done.empty()) {
-        std::vector<Frag*> done;
-        done.swap(s.done);
-        for (Frag* f : done)
-            complete(f, OPAL_SUCCESS);
-        n += static_cast<int>(done.size());
-    }
-    // Shared memory reports a dead peer only when asked.
-    if (!s.iface->caps().peer_failure && s.iface->caps().ep_check) {
-        const std::uint64_t t = now_ms();
-        if (t - s.last_check >= 200) {
-            s.last_check = t;
-            for (mca_btl_base_endpoint_t* ep : s.endpoints)
-                if (!ep->failed)
-                    s.iface->check_ep(ep->uct_ep);
-        }
-    }
+    return n;
+}
+
+// Shared memory reports a dead peer only when asked: every 200 ms, with the
+// clock read on every 64th turn only (the loop stays tight).
+void check_peers(State& s) {
+    if (s.iface->caps().peer_failure || !s.iface->caps().ep_check || (++s.turn & 63u) != 0)
+        return;
+    const std::uint64_t t = now_ms();
+    if (t - s.last_check < 200)
+        return;
+    s.last_check = t;
+    for (mca_btl_base_endpoint_t* ep : s.endpoints)
+        if (!ep->failed)
+            s.iface->check_ep(ep->uct_ep);
+}
+
+// UCT's progress and what follows from it, lock held: the PML is not called
+// from here except for arriving messages when no lock is in use.
+int poll(State& s) {
+    int n = static_cast<int>(s.iface->progress());
+    if (s.rdma_inflight > 0)
+        n += static_cast<int>(s.rma->progress());
+    if (s.waiting_total > 0)
+        n += send_waiting(s);
+    check_peers(s);
     if (!s.newly_failed.empty()) {
         std::vector<mca_btl_base_endpoint_t*> failed;
         failed.swap(s.newly_failed);
         for (mca_btl_base_endpoint_t* ep : failed)
             fail_endpoint(ep);
     }
+    return n;
+}
+
+int run(State& s, Upcalls& up) {
+    const Inbox& in = up.inbox;
+    for (const Inbox::Entry& e : in.entries)
+        deliver(e.tag, const_cast<std::uint8_t*>(in.bytes.data()) + e.offset, e.len);
+    for (auto [f, status] : up.completions)
+        complete(f, status);
+    for (RdmaOp* op : up.rdma) {
+        if (op->cbfunc != nullptr)
+            op->cbfunc(&s.module->super, op->endpoint, op->local_address, op->local_handle,
+                       op->context, op->cbdata, op->ok ? OPAL_SUCCESS : OPAL_ERROR);
+        delete op;
+    }
+    for (mca_btl_base_endpoint_t* ep : up.failed)
+        if (s.module != nullptr && s.module->error_cb != nullptr)
+            s.module->error_cb(&s.module->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc,
+                               const_cast<char*>("btl drucx: peer unreachable"));
+    return static_cast<int>(in.entries.size() + up.completions.size() + up.rdma.size());
+}
+
+}  // namespace
+
+// One thread at a time polls UCT (lock held when threads are in use), and
+// one thread at a time runs the upcalls, in the order they were owed, with
+// the lock released; a thread that finds another delivering leaves its
+// upcalls to it.
+int progress() noexcept {
+    State& s = state();
+    const bool threads = opal_using_threads();
+    if (threads && !s.lock.try_lock())
+        return 0;  // another thread is polling
+    if (s.in_progress || !s.iface) {
+        if (threads)
+            s.lock.unlock();
+        return 0;
+    }
+    s.in_progress = true;
+    s.defer_rx = threads;
+    int n = poll(s);
+    s.in_progress = false;
+    if (s.owed.empty() || s.delivering) {
+        if (threads)
+            s.lock.unlock();
+        return n;
+    }
+    s.delivering = true;
+    while (!s.owed.empty()) {
+        Upcalls up = std::move(s.owed);
+        s.owed = Upcalls{};
+        if (threads)
+            s.lock.unlock();
+        n += run(s, up);
+        if (threads)
+            s.lock.lock();
+    }
+    s.delivering = false;
+    if (threads)
+        s.lock.unlock();
     return n;
 }
 
@@ -324,18 +387,21 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
                                       [](const adapter::TlResource& r) { return r.tl == "cma"; });
         if (cma != all.end()) {
             auto rma = adapter::Iface::open(*cma, mca::events());
-            if (rma && (*rma)->caps().get_zcopy && (*rma)->caps().connect_to_iface) {
+            if (rma && (*rma)->caps().get_zcopy && (*rma)->caps().put_zcopy &&
+                (*rma)->caps().connect_to_iface) {
                 s.rma = std::move(*rma);
                 rma_addr = s.rma->address();
-                m->super.btl_flags |= MCA_BTL_FLAGS_GET;
-                m->super.btl_get_limit = std::size_t{1} << 30;
-                m->super.btl_get_alignment = 0;
+                m->super.btl_get_limit = m->super.btl_put_limit = std::size_t{1} << 30;
+                m->super.btl_get_alignment = m->super.btl_put_alignment = 0;
                 m->super.btl_get_local_registration_threshold = 0;
+                m->super.btl_put_local_registration_threshold = 0;
                 m->super.btl_registration_handle_size =
                     sizeof(void*) + std::max<std::size_t>(s.rma->caps().rkey_size, 1);
             }
         }
     }
+    if (!s.rma)
+        m->super.btl_flags &= ~(MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET);
     // Publish each transport's address: a peer pairs only on the same ones.
     std::vector<core::TlAddress> entries = {{res->tl, am_addr}};
     if (s.rma)
@@ -353,7 +419,7 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     *num_btls = 1;
     logf(s.log, LogLevel::Info, "module on UCX %s/%s (AM short %zu, bcopy %zu)%s", res->tl.c_str(),
          res->device.c_str(), s.iface->caps().am_short, s.iface->caps().am_bcopy,
-         s.rma ? ", get over cma" : "");
+         s.rma ? ", put/get over cma" : "");
     return out;
 }
 

@@ -1,6 +1,6 @@
 // btl drucx module functions (BTL 3.1): add/del procs through the modex,
 // descriptors, send and sendi over UCT active messages, error registration,
-// finalize. No put/get yet (see ../README.md).
+// put/get over the RMA iface, finalize.
 #include <algorithm>
 #include <cstring>
 #include <string_view>
@@ -59,7 +59,7 @@ PeerAddresses peer_addresses(opal_proc_t* proc) {
 int drucx_add_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t** procs,
                     mca_btl_base_endpoint_t** peers, opal_bitmap_t* reachable) noexcept {
     State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     const opal_proc_t* self = opal_proc_local_get();
     for (size_t i = 0; i < nprocs; ++i) {
         opal_proc_t* proc = procs[i];
@@ -97,7 +97,7 @@ int drucx_add_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t** procs,
 int drucx_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
                     mca_btl_base_endpoint_t** peers) noexcept {
     State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_base_endpoint_t* ep = peers[i];
         if (ep == nullptr)
@@ -111,12 +111,13 @@ int drucx_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
             --state().waiting_total;
             complete(f, OPAL_ERR_UNREACH);
         }
-        std::erase_if(s.done, [&](Frag* f) {
-            if (f->endpoint != ep)
+        std::erase_if(s.owed.completions, [&](std::pair<Frag*, int> c) {
+            if (c.first->endpoint != ep)
                 return false;
-            complete(f, OPAL_SUCCESS);
+            complete(c.first, c.second);
             return true;
         });
+        std::erase(s.owed.failed, ep);
         std::erase(s.newly_failed, ep);
         std::erase(s.endpoints, ep);
         s.iface->destroy_ep(ep->uct_ep);
@@ -129,8 +130,7 @@ int drucx_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
 
 mca_btl_base_descriptor_t* drucx_alloc(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, uint8_t,
                                        size_t size, uint32_t flags) noexcept {
-    State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     if (ep == nullptr || !has_room(ep))
         return nullptr;
     Frag* f = new_frag(ep, size, flags);
@@ -138,7 +138,7 @@ mca_btl_base_descriptor_t* drucx_alloc(mca_btl_base_module_t*, mca_btl_base_endp
 }
 
 int drucx_free(mca_btl_base_module_t*, mca_btl_base_descriptor_t* des) noexcept {
-    std::lock_guard lock(state().lock);
+    Guard g;
     free_frag(reinterpret_cast<Frag*>(des));
     return OPAL_SUCCESS;
 }
@@ -147,8 +147,7 @@ mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
                                              mca_btl_base_endpoint_t* ep,
                                              opal_convertor_t* convertor, uint8_t, size_t reserve,
                                              size_t* size, uint32_t flags) noexcept {
-    State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     const std::size_t limit = btl->btl_max_send_size;
     if (ep == nullptr || reserve > limit || !has_room(ep))
         return nullptr;
@@ -165,12 +164,14 @@ mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
     return &f->base;
 }
 
-// 1: gone to UCT; 0: waiting for resources; <0: error.
-int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
+// Whether a send to `ep` may go: OPAL_SUCCESS, or OPAL_ERR_UNREACH (the
+// peer failed, or fault_fail_after just killed the transport).
+int may_send(mca_btl_base_endpoint_t* ep) {
     State& s = state();
     if (ep->failed || s.dead)
         return OPAL_ERR_UNREACH;
-    if (s.config.fault_fail_after != 0 && ++s.sent > s.config.fault_fail_after) {
+    ++s.sent;
+    if (s.config.fault_fail_after != 0 && s.sent > s.config.fault_fail_after) {
         logf(s.log, LogLevel::Warn, "fault injection: drucx dies after %llu messages",
              static_cast<unsigned long long>(s.config.fault_fail_after));
         s.dead = true;
@@ -179,6 +180,14 @@ int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
                 s.newly_failed.push_back(e);
         return OPAL_ERR_UNREACH;
     }
+    return OPAL_SUCCESS;
+}
+
+// 1: gone to UCT; 0: waiting for resources; <0: error.
+int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
+    State& s = state();
+    if (const int rc = may_send(ep); rc != OPAL_SUCCESS)
+        return rc;
     (void)core::encode(core::AmHeader{tag, core::AmKind::Data}, f->header);
     f->endpoint = ep;
     if (!ep->waiting.empty()) {
@@ -197,10 +206,44 @@ int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
     return OPAL_ERR_UNREACH;
 }
 
+// sendi of contiguous data: the PML's header and the user's bytes go to UCT
+// as they are (UCT gathers them), without a descriptor or a copy of ours.
+// OPAL_ERR_RESOURCE_BUSY: not done, the caller takes the descriptor path.
+int sendi_direct(mca_btl_base_endpoint_t* ep, opal_convertor_t* convertor, void* header,
+                 size_t header_size, size_t payload_size, mca_btl_base_tag_t tag) {
+    State& s = state();
+    const std::uint8_t* data = nullptr;
+    if (payload_size > 0) {
+        if (opal_convertor_need_buffers(convertor))
+            return OPAL_ERR_RESOURCE_BUSY;
+        void* p = nullptr;
+        opal_convertor_get_current_pointer(convertor, &p);
+        data = static_cast<const std::uint8_t*>(p);
+    }
+    if (const int rc = may_send(ep); rc != OPAL_SUCCESS)
+        return rc;
+    std::uint8_t am[core::kAmHeaderSize];
+    (void)core::encode(core::AmHeader{tag, core::AmKind::Data}, am);
+    auto r =
+        s.iface->send_am(ep->uct_ep, am, {static_cast<const std::uint8_t*>(header), header_size},
+                         {data, payload_size});
+    if (!r) {
+        if (r.error().code != plugin::common::ErrorCode::WouldBlock)
+            return OPAL_ERR_UNREACH;
+        --s.sent;  // not sent after all
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    if (payload_size > 0) {
+        std::size_t pos = convertor->bConverted + payload_size;
+        opal_convertor_set_position(convertor, &pos);
+    }
+    return OPAL_SUCCESS;
+}
+
 int drucx_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, mca_btl_base_descriptor_t* des,
                mca_btl_base_tag_t tag) noexcept {
     State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     auto* f = reinterpret_cast<Frag*>(des);
     const int rc = post(f, ep, tag);
     if (rc <= 0)
@@ -210,7 +253,8 @@ int drucx_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, mca_btl_base
             free_frag(f);
         return 1;
     }
-    s.done.push_back(f);  // called back from progress, like the stock BTLs
+    s.owed.completions.emplace_back(
+        f, OPAL_SUCCESS);  // called back from progress, like the stock BTLs
     return OPAL_SUCCESS;
 }
 
@@ -218,12 +262,14 @@ int drucx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
                 opal_convertor_t* convertor, void* header, size_t header_size, size_t payload_size,
                 uint8_t, uint32_t flags, mca_btl_base_tag_t tag,
                 mca_btl_base_descriptor_t** descriptor) noexcept {
-    State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     if (descriptor != nullptr)
         *descriptor = nullptr;
     if (ep == nullptr || header_size + payload_size > btl->btl_eager_limit || !ep->waiting.empty())
         return OPAL_ERR_RESOURCE_BUSY;
+    if (const int rc = sendi_direct(ep, convertor, header, header_size, payload_size, tag);
+        rc != OPAL_ERR_RESOURCE_BUSY)
+        return rc;
     Frag* f = new_frag(ep, header_size + payload_size, flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (f == nullptr)
         return OPAL_ERR_RESOURCE_BUSY;
@@ -249,7 +295,7 @@ mca_btl_base_registration_handle_t* drucx_register_mem(mca_btl_base_module_t* bt
                                                        mca_btl_base_endpoint_t*, void* base,
                                                        size_t size, uint32_t) noexcept {
     State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     if (!s.rma)
         return nullptr;
     auto memh = s.rma->register_memory(base, size);
@@ -269,21 +315,21 @@ mca_btl_base_registration_handle_t* drucx_register_mem(mca_btl_base_module_t* bt
 
 int drucx_deregister_mem(mca_btl_base_module_t*, mca_btl_base_registration_handle_t* h) noexcept {
     State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     if (h != nullptr && s.rma)
         s.rma->deregister_memory(h->memh);
     std::free(h);
     return OPAL_SUCCESS;
 }
 
-// A get copies the peer's registered memory straight into ours (cma: one
-// copy by the kernel). Completion comes from progress.
-int drucx_get(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, void* local_address,
-              uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
-              mca_btl_base_registration_handle_t* remote_handle, size_t size, int, int,
-              mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) noexcept {
+// A get copies the peer's registered memory straight into ours, a put ours
+// into the peer's (cma: one copy by the kernel). Completion comes from progress.
+int rdma(bool get, mca_btl_base_endpoint_t* ep, void* local_address, uint64_t remote_address,
+         mca_btl_base_registration_handle_t* local_handle,
+         mca_btl_base_registration_handle_t* remote_handle, size_t size,
+         mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) noexcept {
     State& s = state();
-    std::lock_guard lock(s.lock);
+    Guard g;
     if (ep == nullptr || local_handle == nullptr || remote_handle == nullptr)
         return OPAL_ERR_BAD_PARAM;
     if (ep->failed || s.dead || ep->rma_ep == nullptr)
@@ -292,18 +338,21 @@ int drucx_get(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, void* local_a
         new (std::nothrow) RdmaOp{cbfunc, ep, local_address, local_handle, cbcontext, cbdata, true};
     if (op == nullptr)
         return OPAL_ERR_OUT_OF_RESOURCE;
+    ++(get ? s.gets : s.puts);
     const auto done = [](void* arg, bool ok) {
         auto* o = static_cast<RdmaOp*>(arg);
         o->ok = ok;
-        state().rdma_done.push_back(o);  // called back from progress
+        --state().rdma_inflight;
+        state().owed.rdma.push_back(o);  // called back from progress
     };
-    switch (s.rma->rma(true, ep->rma_ep, local_address, size, local_handle->memh, remote_address,
+    switch (s.rma->rma(get, ep->rma_ep, local_address, size, local_handle->memh, remote_address,
                        std::span<const std::uint8_t>(remote_handle->rkey, s.rma->caps().rkey_size),
                        done, op)) {
         case adapter::RmaStart::Done:
-            s.rdma_done.push_back(op);
+            s.owed.rdma.push_back(op);
             return OPAL_SUCCESS;
         case adapter::RmaStart::InProgress:
+            ++s.rdma_inflight;
             return OPAL_SUCCESS;
         case adapter::RmaStart::WouldBlock:
             delete op;
@@ -315,6 +364,22 @@ int drucx_get(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, void* local_a
     return OPAL_ERROR;
 }
 
+int drucx_get(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, void* local_address,
+              uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
+              mca_btl_base_registration_handle_t* remote_handle, size_t size, int, int,
+              mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) noexcept {
+    return rdma(true, ep, local_address, remote_address, local_handle, remote_handle, size, cbfunc,
+                cbcontext, cbdata);
+}
+
+int drucx_put(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, void* local_address,
+              uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
+              mca_btl_base_registration_handle_t* remote_handle, size_t size, int, int,
+              mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) noexcept {
+    return rdma(false, ep, local_address, remote_address, local_handle, remote_handle, size, cbfunc,
+                cbcontext, cbdata);
+}
+
 int drucx_register_error(mca_btl_base_module_t* btl,
                          mca_btl_base_module_error_cb_fn_t cb) noexcept {
     reinterpret_cast<Module*>(btl)->error_cb = cb;
@@ -324,11 +389,13 @@ int drucx_register_error(mca_btl_base_module_t* btl,
 int drucx_finalize(mca_btl_base_module_t* btl) noexcept {
     State& s = state();
     {
-        std::lock_guard lock(s.lock);
+        Guard g;
+        logf(s.log, LogLevel::Info, "%llu messages, %llu gets, %llu puts",
+             static_cast<unsigned long long>(s.sent), static_cast<unsigned long long>(s.gets),
+             static_cast<unsigned long long>(s.puts));
         // The PML is closed: free what is left without calling anybody.
-        for (Frag* f : s.done)
+        for (auto [f, status] : s.owed.completions)
             free_frag(f);
-        s.done.clear();
         for (mca_btl_base_endpoint_t* ep : s.endpoints) {
             for (Frag* f : ep->waiting)
                 free_frag(f);
@@ -338,9 +405,9 @@ int drucx_finalize(mca_btl_base_module_t* btl) noexcept {
             delete ep;
         }
         s.endpoints.clear();
-        for (RdmaOp* op : s.rdma_done)
+        for (RdmaOp* op : s.owed.rdma)
             delete op;
-        s.rdma_done.clear();
+        s.owed = Upcalls{};
         s.rma.reset();
         s.waiting_total = 0;
         s.newly_failed.clear();
@@ -380,6 +447,7 @@ void fill_module_functions(mca_btl_base_module_t& m) noexcept {
     m.btl_send = drucx_send;
     m.btl_sendi = drucx_sendi;
     m.btl_get = drucx_get;
+    m.btl_put = drucx_put;
     m.btl_register_mem = drucx_register_mem;
     m.btl_deregister_mem = drucx_deregister_mem;
     m.btl_dump = drucx_dump;
