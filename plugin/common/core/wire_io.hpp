@@ -19,14 +19,31 @@
 // ok() has been checked.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "result.hpp"
 
 namespace plugin::common {
+
+// Network (big-endian) byte order: one load or store and at most one byte
+// swap per field.
+template <std::unsigned_integral T>
+constexpr T to_big_endian(T v) noexcept {
+    if constexpr (std::endian::native == std::endian::big || sizeof(T) == 1) {
+        return v;
+    } else if constexpr (sizeof(T) == 2) {
+        return __builtin_bswap16(v);
+    } else if constexpr (sizeof(T) == 4) {
+        return __builtin_bswap32(v);
+    } else {
+        return __builtin_bswap64(v);
+    }
+}
 
 class ByteWriter {
   public:
@@ -89,9 +106,8 @@ class ByteWriter {
 
     template <std::unsigned_integral T>
     static void store_be(std::uint8_t* p, T v) noexcept {
-        for (std::size_t i = 0; i < sizeof(T); ++i) {
-            p[i] = static_cast<std::uint8_t>(v >> (8 * (sizeof(T) - 1 - i)));
-        }
+        v = to_big_endian(v);
+        std::memcpy(p, &v, sizeof(T));
     }
     template <std::unsigned_integral T>
     void put(T v) noexcept {
@@ -204,9 +220,8 @@ class ByteReader {
         if (p == nullptr)
             return 0;
         T v = 0;
-        for (std::size_t i = 0; i < sizeof(T); ++i)
-            v = static_cast<T>((v << 8) | p[i]);
-        return v;
+        std::memcpy(&v, p, sizeof(T));
+        return to_big_endian(v);  // its own inverse
     }
     void set_error(Error e) noexcept {
         ok_ = false;
