@@ -5,6 +5,7 @@ extern "C" {
 #include <uct/api/uct.h>
 }
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <new>
@@ -22,6 +23,9 @@ using plugin::common::fail;
 namespace {
 
 constexpr std::uint8_t kAmId = 5;  // one UCT AM id for every drucx message
+// Short sends are gathered on the stack: messages up to this size (and the
+// transport's own limit) go by uct_ep_am_short.
+constexpr std::size_t kShortMax = 256;
 
 // Calls fn(component, component_name, md_name) for every memory domain.
 template <typename Fn>
@@ -166,7 +170,9 @@ Result<std::unique_ptr<Iface>> Iface::open(const TlResource& res, IfaceEvents& e
         return fail(ErrorCode::Internal, "uct_iface_query failed");
     const std::uint64_t f = h.attr.cap.flags;
     IfaceCaps& c = self->caps_;
-    c.am_short = (f & UCT_IFACE_FLAG_AM_SHORT) != 0 ? h.attr.cap.am.max_short : 0;
+    c.am_short = (f & UCT_IFACE_FLAG_AM_SHORT) != 0
+                     ? std::min<std::size_t>(h.attr.cap.am.max_short, kShortMax)
+                     : 0;
     c.am_bcopy = (f & UCT_IFACE_FLAG_AM_BCOPY) != 0 ? h.attr.cap.am.max_bcopy : 0;
     c.connect_to_iface = (f & UCT_IFACE_FLAG_CONNECT_TO_IFACE) != 0;
     c.peer_failure = (f & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE) != 0;
@@ -260,14 +266,15 @@ Result<void> Iface::send_am(void* ep, std::span<const std::uint8_t> header,
     if (!second.empty())
         parts.part[parts.count++] = second;
     ucs_status_t st = UCS_OK;
-    if (total <= caps_.am_short && h_->attr.cap.am.max_iov >= parts.count) {
-        std::array<uct_iov_t, 3> iov{};
-        for (std::size_t i = 0; i < parts.count; ++i) {
-            iov[i].buffer = const_cast<std::uint8_t*>(parts.part[i].data());
-            iov[i].length = parts.part[i].size();
-            iov[i].count = 1;
-        }
-        st = uct_ep_am_short_iov(e, kAmId, iov.data(), parts.count);
+    if (total <= caps_.am_short && total >= sizeof(std::uint64_t)) {
+        // am_short takes the first 8 bytes as a value and the rest as one
+        // buffer; the receiver sees the same bytes as from any other path.
+        alignas(8) std::array<std::uint8_t, kShortMax> msg;
+        (void)pack_am(msg.data(), &parts);
+        std::uint64_t head = 0;
+        std::memcpy(&head, msg.data(), sizeof head);
+        st = uct_ep_am_short(e, kAmId, head, msg.data() + sizeof head,
+                             static_cast<unsigned>(total - sizeof head));
     } else if (total <= caps_.am_bcopy) {
         const ssize_t n = uct_ep_am_bcopy(e, kAmId, pack_am, &parts, 0);
         st = n >= 0 ? UCS_OK : static_cast<ucs_status_t>(n);

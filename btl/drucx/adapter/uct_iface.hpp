@@ -74,9 +74,10 @@ class Iface {
     Result<void*> connect(std::span<const std::uint8_t> peer_address, void* user);
     void destroy_ep(void* ep) noexcept;
 
-    // Sends one AM made of `header`, `first` and `second` (gathered, no
-    // copy of ours). Ok, or WouldBlock when UCT has no resources now (try
-    // again after progress).
+    // Sends one AM made of `header`, `first` and `second`: gathered on the
+    // stack for AM short (up to 256 bytes), straight into UCT's buffer for
+    // bcopy. Ok, or WouldBlock when UCT has no resources now (try again
+    // after progress).
     Result<void> send_am(void* ep, std::span<const std::uint8_t> header,
                          std::span<const std::uint8_t> first,
                          std::span<const std::uint8_t> second = {});
