@@ -23,9 +23,6 @@ using plugin::common::fail;
 namespace {
 
 constexpr std::uint8_t kAmId = 5;  // one UCT AM id for every drucx message
-// Short sends are gathered on the stack: messages up to this size (and the
-// transport's own limit) go by uct_ep_am_short.
-constexpr std::size_t kShortMax = 256;
 
 // Calls fn(component, component_name, md_name) for every memory domain.
 template <typename Fn>
@@ -171,7 +168,7 @@ Result<std::unique_ptr<Iface>> Iface::open(const TlResource& res, IfaceEvents& e
     const std::uint64_t f = h.attr.cap.flags;
     IfaceCaps& c = self->caps_;
     c.am_short = (f & UCT_IFACE_FLAG_AM_SHORT) != 0
-                     ? std::min<std::size_t>(h.attr.cap.am.max_short, kShortMax)
+                     ? std::min<std::size_t>(h.attr.cap.am.max_short, kAmShortMax)
                      : 0;
     c.am_bcopy = (f & UCT_IFACE_FLAG_AM_BCOPY) != 0 ? h.attr.cap.am.max_bcopy : 0;
     c.connect_to_iface = (f & UCT_IFACE_FLAG_CONNECT_TO_IFACE) != 0;
@@ -258,30 +255,36 @@ size_t pack_am(void* dest, void* arg) {
 Result<void> Iface::send_am(void* ep, std::span<const std::uint8_t> header,
                             std::span<const std::uint8_t> first,
                             std::span<const std::uint8_t> second) {
-    auto* e = static_cast<uct_ep_h>(ep);
     const std::size_t total = header.size() + first.size() + second.size();
     AmParts parts{{header, first, second}, 1};
     if (!first.empty())
         parts.part[parts.count++] = first;
     if (!second.empty())
         parts.part[parts.count++] = second;
-    ucs_status_t st = UCS_OK;
     if (total <= caps_.am_short && total >= sizeof(std::uint64_t)) {
-        // am_short takes the first 8 bytes as a value and the rest as one
-        // buffer; the receiver sees the same bytes as from any other path.
-        alignas(8) std::array<std::uint8_t, kShortMax> msg;
+        alignas(8) std::array<std::uint8_t, kAmShortMax> msg;
         (void)pack_am(msg.data(), &parts);
-        std::uint64_t head = 0;
-        std::memcpy(&head, msg.data(), sizeof head);
-        st = uct_ep_am_short(e, kAmId, head, msg.data() + sizeof head,
-                             static_cast<unsigned>(total - sizeof head));
-    } else if (total <= caps_.am_bcopy) {
-        const ssize_t n = uct_ep_am_bcopy(e, kAmId, pack_am, &parts, 0);
-        st = n >= 0 ? UCS_OK : static_cast<ucs_status_t>(n);
-    } else {
-        return fail(ErrorCode::BadLength, "message longer than the transport's AM limit");
+        return send_am_short(ep, msg.data(), total);
     }
-    if (st == UCS_OK || st == UCS_INPROGRESS)
+    if (total > caps_.am_bcopy)
+        return fail(ErrorCode::BadLength, "message longer than the transport's AM limit");
+    const ssize_t n = uct_ep_am_bcopy(static_cast<uct_ep_h>(ep), kAmId, pack_am, &parts, 0);
+    if (n >= 0)
+        return {};
+    if (static_cast<ucs_status_t>(n) == UCS_ERR_NO_RESOURCE)
+        return fail(ErrorCode::WouldBlock, "UCT has no resources now");
+    return fail(ErrorCode::Unreachable, "UCT send failed");
+}
+
+Result<void> Iface::send_am_short(void* ep, const std::uint8_t* msg, std::size_t len) noexcept {
+    // am_short takes the first 8 bytes as a value and the rest as one buffer;
+    // the receiver sees the same bytes as from any other path.
+    std::uint64_t head = 0;
+    std::memcpy(&head, msg, sizeof head);
+    const ucs_status_t st =
+        uct_ep_am_short(static_cast<uct_ep_h>(ep), kAmId, head, msg + sizeof head,
+                        static_cast<unsigned>(len - sizeof head));
+    if (st == UCS_OK || st == UCS_INPROGRESS) [[likely]]
         return {};
     if (st == UCS_ERR_NO_RESOURCE)
         return fail(ErrorCode::WouldBlock, "UCT has no resources now");

@@ -56,6 +56,10 @@ class IfaceEvents {
     virtual void on_ep_error(void* ep_user) = 0;
 };
 
+// Messages up to this size (and the transport's own short limit) go by
+// uct_ep_am_short, gathered on the stack first.
+inline constexpr std::size_t kAmShortMax = 256;
+
 class Iface {
   public:
     ~Iface();
@@ -75,12 +79,15 @@ class Iface {
     void destroy_ep(void* ep) noexcept;
 
     // Sends one AM made of `header`, `first` and `second`: gathered on the
-    // stack for AM short (up to 256 bytes), straight into UCT's buffer for
-    // bcopy. Ok, or WouldBlock when UCT has no resources now (try again
+    // stack for AM short (up to kAmShortMax bytes), straight into UCT's
+    // buffer for bcopy. Ok, or WouldBlock when UCT has no resources now (try again
     // after progress).
     Result<void> send_am(void* ep, std::span<const std::uint8_t> header,
                          std::span<const std::uint8_t> first,
                          std::span<const std::uint8_t> second = {});
+    // The same for a message already whole in `msg` (at least 8 bytes and
+    // at most caps().am_short): the hot path of small sends.
+    Result<void> send_am_short(void* ep, const std::uint8_t* msg, std::size_t len) noexcept;
     // Memory registration on this iface's memory domain (for RMA): a handle,
     // the key a peer needs (packed into `rkey`, caps().rkey_size bytes).
     Result<void*> register_memory(void* base, std::size_t len);

@@ -78,38 +78,4 @@ Result<std::vector<TlAddress>> decode_addresses(std::span<const std::uint8_t> by
     return out;
 }
 
-Result<std::size_t> encode(const AmHeader& h, std::span<std::uint8_t> out) noexcept {
-    if (out.size() < kAmHeaderSize)
-        return fail(ErrorCode::NoSpace, "buffer shorter than an AM header");
-    ByteWriter w(out.first(kAmHeaderSize));
-    w.u8(h.tag);
-    w.u8(static_cast<std::uint8_t>(h.kind));
-    w.u16(0);
-    return w.finish();
-}
-
-Result<AmHeader> decode_am_header(std::span<const std::uint8_t> message) noexcept {
-    if (message.size() < kAmHeaderSize)
-        return fail(ErrorCode::Truncated, "shorter than an AM header");
-    ByteReader r(message.first(kAmHeaderSize));
-    AmHeader h;
-    h.tag = r.u8();
-    const std::uint8_t kind = r.u8();
-    r.expect_zero(2);
-    if (!r.ok())
-        return fail(r.error());
-    switch (kind) {
-        case static_cast<std::uint8_t>(AmKind::Data):
-            h.kind = AmKind::Data;
-            return h;
-        case static_cast<std::uint8_t>(AmKind::Bye):
-            if (h.tag != 0 || message.size() != kAmHeaderSize)
-                return fail(ErrorCode::BadField, "BYE with a tag or payload");
-            h.kind = AmKind::Bye;
-            return h;
-        default:
-            return fail(ErrorCode::BadType, "unknown drucx AM kind");
-    }
-}
-
 }  // namespace btl::drucx::core

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "result.hpp"
+#include "wire_io.hpp"
 
 namespace btl::drucx::core {
 
@@ -58,8 +59,46 @@ inline constexpr std::size_t kMaxTlAddresses = 4;
 std::vector<std::uint8_t> encode_addresses(std::span<const TlAddress> entries);
 Result<std::vector<TlAddress>> decode_addresses(std::span<const std::uint8_t> bytes);
 
-Result<std::size_t> encode(const AmHeader& h, std::span<std::uint8_t> out) noexcept;
+// The AM header codec is inline: it runs on every message.
+inline Result<std::size_t> encode(const AmHeader& h, std::span<std::uint8_t> out) noexcept {
+    using plugin::common::ByteWriter;
+    using plugin::common::ErrorCode;
+    using plugin::common::fail;
+    if (out.size() < kAmHeaderSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than an AM header");
+    ByteWriter w(out.first(kAmHeaderSize));
+    w.u8(h.tag);
+    w.u8(static_cast<std::uint8_t>(h.kind));
+    w.u16(0);
+    return w.finish();
+}
+
 // `message`: the whole active message (header + payload).
-Result<AmHeader> decode_am_header(std::span<const std::uint8_t> message) noexcept;
+inline Result<AmHeader> decode_am_header(std::span<const std::uint8_t> message) noexcept {
+    using plugin::common::ByteReader;
+    using plugin::common::ErrorCode;
+    using plugin::common::fail;
+    if (message.size() < kAmHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than an AM header");
+    ByteReader r(message.first(kAmHeaderSize));
+    AmHeader h;
+    h.tag = r.u8();
+    const std::uint8_t kind = r.u8();
+    r.expect_zero(2);
+    if (!r.ok())
+        return fail(r.error());
+    switch (kind) {
+        case static_cast<std::uint8_t>(AmKind::Data):
+            h.kind = AmKind::Data;
+            return h;
+        case static_cast<std::uint8_t>(AmKind::Bye):
+            if (h.tag != 0 || message.size() != kAmHeaderSize)
+                return fail(ErrorCode::BadField, "BYE with a tag or payload");
+            h.kind = AmKind::Bye;
+            return h;
+        default:
+            return fail(ErrorCode::BadType, "unknown drucx AM kind");
+    }
+}
 
 }  // namespace btl::drucx::core

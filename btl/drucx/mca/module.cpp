@@ -2,6 +2,7 @@
 // descriptors, send and sendi over UCT active messages, error registration,
 // put/get over the RMA iface, finalize.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string_view>
 
@@ -164,22 +165,27 @@ mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
     return &f->base;
 }
 
+// fault_fail_after reached: the transport dies now, as if unplugged.
+int die() {
+    State& s = state();
+    logf(s.log, LogLevel::Warn, "fault injection: drucx dies after %llu messages",
+         static_cast<unsigned long long>(s.config.fault_fail_after));
+    s.dead = true;
+    for (mca_btl_base_endpoint_t* e : s.endpoints)
+        if (!e->failed)
+            s.newly_failed.push_back(e);
+    return OPAL_ERR_UNREACH;
+}
+
 // Whether a send to `ep` may go: OPAL_SUCCESS, or OPAL_ERR_UNREACH (the
 // peer failed, or fault_fail_after just killed the transport).
-int may_send(mca_btl_base_endpoint_t* ep) {
+inline int may_send(const mca_btl_base_endpoint_t* ep) {
     State& s = state();
     if (ep->failed || s.dead)
         return OPAL_ERR_UNREACH;
     ++s.sent;
-    if (s.config.fault_fail_after != 0 && s.sent > s.config.fault_fail_after) {
-        logf(s.log, LogLevel::Warn, "fault injection: drucx dies after %llu messages",
-             static_cast<unsigned long long>(s.config.fault_fail_after));
-        s.dead = true;
-        for (mca_btl_base_endpoint_t* e : s.endpoints)
-            if (!e->failed)
-                s.newly_failed.push_back(e);
-        return OPAL_ERR_UNREACH;
-    }
+    if (s.config.fault_fail_after != 0 && s.sent > s.config.fault_fail_after) [[unlikely]]
+        return die();
     return OPAL_SUCCESS;
 }
 
@@ -222,11 +228,23 @@ int sendi_direct(mca_btl_base_endpoint_t* ep, opal_convertor_t* convertor, void*
     }
     if (const int rc = may_send(ep); rc != OPAL_SUCCESS)
         return rc;
-    std::uint8_t am[core::kAmHeaderSize];
-    (void)core::encode(core::AmHeader{tag, core::AmKind::Data}, am);
-    auto r =
-        s.iface->send_am(ep->uct_ep, am, {static_cast<const std::uint8_t*>(header), header_size},
-                         {data, payload_size});
+    const std::size_t total = core::kAmHeaderSize + header_size + payload_size;
+    plugin::common::Result<void> r;
+    if (total <= s.iface->caps().am_short && total >= sizeof(std::uint64_t)) {
+        // Small sendi (the latency path): one message on the stack, one UCT call.
+        alignas(8) std::array<std::uint8_t, adapter::kAmShortMax> msg;
+        (void)core::encode(core::AmHeader{tag, core::AmKind::Data}, msg);
+        std::memcpy(msg.data() + core::kAmHeaderSize, header, header_size);
+        if (payload_size > 0)
+            std::memcpy(msg.data() + core::kAmHeaderSize + header_size, data, payload_size);
+        r = s.iface->send_am_short(ep->uct_ep, msg.data(), total);
+    } else {
+        std::uint8_t am[core::kAmHeaderSize];
+        (void)core::encode(core::AmHeader{tag, core::AmKind::Data}, am);
+        r = s.iface->send_am(ep->uct_ep, am,
+                             {static_cast<const std::uint8_t*>(header), header_size},
+                             {data, payload_size});
+    }
     if (!r) {
         if (r.error().code != plugin::common::ErrorCode::WouldBlock)
             return OPAL_ERR_UNREACH;
