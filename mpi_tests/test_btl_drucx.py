@@ -67,7 +67,7 @@ def test_transport_choice_is_reported(mpi):
 
 def rma_counts(text: str) -> list[tuple[int, int]]:
     """(gets, puts) of every process, from the finalize line (verbose)."""
-    return [(int(g), int(p)) for g, p in re.findall(r"\d+ messages, (\d+) gets, (\d+) puts", text)]
+    return [(int(g), int(p)) for g, p in re.findall(r"messages \(\d+ by zcopy\), (\d+) gets, (\d+) puts", text)]
 
 
 @pytest.mark.mpi_timeout(120)
@@ -98,6 +98,21 @@ def test_ob1_puts_over_cma_when_get_is_taken_away(mpi):
                      mca=run_with("ob1", btl_drucx_verbose=20, btl_drucx_flags="send"))
     expect(result, "demo ok")
     assert rma_counts(result.stdout + result.stderr) == [(0, 0), (0, 0)], result
+
+
+@pytest.mark.mpi_timeout(240)
+@pytest.mark.parametrize("pml", ["ob1", "dr"])
+def test_over_uct_tcp_long_frags_go_by_zcopy(mpi, pml):
+    """On UCT's tcp transport, frags longer than an AM bcopy leave from the
+    user's buffer by AM zcopy (completed from progress); every byte checked."""
+    mca = run_with(pml, btl_drucx_tls="tcp", btl_drucx_verbose=20)
+    result = mpi.run("p2p_semantics", np=3, mca=mca, args=[8])
+    expect(result, "p2p ok: 15 subtests")
+    out = result.stdout + result.stderr
+    assert "module on UCX tcp/" in out, result
+    zcopy = [int(z) for z in re.findall(r"messages \((\d+) by zcopy\)", out)]
+    assert len(zcopy) == 3 and sum(zcopy) > 0, result
+    expect(mpi.run("demo", np=4, mca=run_with(pml, btl_drucx_tls="tcp")), "demo ok")
 
 
 @pytest.mark.mpi_timeout(180)

@@ -78,11 +78,18 @@ TEST(DrucxWire, AmHeaderKinds) {
     ASSERT_TRUE(h.has_value());
     EXPECT_EQ(h->tag, 65);
     EXPECT_EQ(h->kind, AmKind::Data);
-    std::vector<std::uint8_t> bye(kAmHeaderSize);
-    ASSERT_TRUE(encode(AmHeader{0, AmKind::Bye}, bye).has_value());
+    const auto sent = encode_bye(ProcName{0x01020304, 7});
+    std::vector<std::uint8_t> bye(sent.begin(), sent.end());
     EXPECT_EQ(decode_am_header(bye)->kind, AmKind::Bye);
-    bye.push_back(1);  // BYE with a payload
+    EXPECT_EQ(decode_bye(bye).value(), (ProcName{0x01020304, 7}));
+    EXPECT_EQ(decode_bye(m).error().code, ErrorCode::BadType);  // data, not BYE
+    bye.push_back(1);                                           // longer than a name
     EXPECT_EQ(decode_am_header(bye).error().code, ErrorCode::BadField);
+    bye.resize(kAmHeaderSize + 4);  // shorter
+    EXPECT_EQ(decode_bye(bye).error().code, ErrorCode::BadField);
+    auto tagged = std::vector<std::uint8_t>(sent.begin(), sent.end());
+    tagged[0] = 3;  // BYE with a tag
+    EXPECT_EQ(decode_am_header(tagged).error().code, ErrorCode::BadField);
     auto k = m;
     k[1] = 9;
     EXPECT_EQ(decode_am_header(k).error().code, ErrorCode::BadType);

@@ -60,11 +60,37 @@ uct_md_h open_md(uct_component_h comp, const std::string& md_name) {
 
 }  // namespace
 
-struct RmaOp {
-    uct_completion_t comp;  // first: UCT hands back this address
-    RmaDone done;
+// An operation in flight: UCT hands back the address of `comp`.
+struct PendingOp {
+    uct_completion_t comp;  // first
+    OpDone done;
     void* arg;
 };
+
+PendingOp* new_op(OpDone done, void* arg) {
+    auto* op = new (std::nothrow) PendingOp{{}, done, arg};
+    if (op == nullptr)
+        return nullptr;
+    op->comp.func = [](uct_completion_t* c) {
+        auto* o = reinterpret_cast<PendingOp*>(c);
+        o->done(o->arg, c->status == UCS_OK);
+        delete o;
+    };
+    op->comp.count = 1;
+    op->comp.status = UCS_OK;
+    return op;
+}
+
+// What the call that started `op` returned, as the caller sees it; frees
+// `op` unless UCT will complete it.
+OpStart started(ucs_status_t st, PendingOp* op) {
+    if (st == UCS_INPROGRESS)
+        return OpStart::InProgress;  // op freed by its completion
+    delete op;
+    if (st == UCS_OK)
+        return OpStart::Done;
+    return st == UCS_ERR_NO_RESOURCE ? OpStart::WouldBlock : OpStart::Failed;
+}
 
 struct Iface::Handles {
     uct_component_h component = nullptr;
@@ -171,6 +197,11 @@ Result<std::unique_ptr<Iface>> Iface::open(const TlResource& res, IfaceEvents& e
                      ? std::min<std::size_t>(h.attr.cap.am.max_short, kAmShortMax)
                      : 0;
     c.am_bcopy = (f & UCT_IFACE_FLAG_AM_BCOPY) != 0 ? h.attr.cap.am.max_bcopy : 0;
+    if ((f & UCT_IFACE_FLAG_AM_ZCOPY) != 0 && h.attr.cap.am.max_iov >= 2 &&
+        (h.md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH) == 0) {
+        c.am_zcopy = h.attr.cap.am.max_zcopy;
+        c.am_zcopy_header = h.attr.cap.am.max_hdr;
+    }
     c.connect_to_iface = (f & UCT_IFACE_FLAG_CONNECT_TO_IFACE) != 0;
     c.peer_failure = (f & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE) != 0;
     c.ep_check = (f & UCT_IFACE_FLAG_EP_CHECK) != 0;
@@ -310,26 +341,19 @@ bool Iface::pack_rkey(void* memh, std::span<std::uint8_t> rkey) const {
            uct_md_mkey_pack(h_->md, static_cast<uct_mem_h>(memh), rkey.data()) == UCS_OK;
 }
 
-RmaStart Iface::rma(bool get, void* ep, void* local, std::size_t len, void* local_memh,
-                    std::uint64_t remote, std::span<const std::uint8_t> rkey, RmaDone done,
-                    void* arg) {
+OpStart Iface::rma(bool get, void* ep, void* local, std::size_t len, void* local_memh,
+                   std::uint64_t remote, std::span<const std::uint8_t> rkey, OpDone done,
+                   void* arg) {
     if ((get ? !caps_.get_zcopy : !caps_.put_zcopy) || rkey.size() < caps_.rkey_size)
-        return RmaStart::Failed;
+        return OpStart::Failed;
     uct_rkey_bundle_t bundle{};
     if (uct_rkey_unpack(h_->component, rkey.data(), &bundle) != UCS_OK)
-        return RmaStart::Failed;
-    auto* op = new (std::nothrow) RmaOp{{}, done, arg};
+        return OpStart::Failed;
+    PendingOp* op = new_op(done, arg);
     if (op == nullptr) {
         (void)uct_rkey_release(h_->component, &bundle);
-        return RmaStart::WouldBlock;
+        return OpStart::WouldBlock;
     }
-    op->comp.func = [](uct_completion_t* c) {
-        auto* o = reinterpret_cast<RmaOp*>(c);
-        o->done(o->arg, c->status == UCS_OK);
-        delete o;
-    };
-    op->comp.count = 1;
-    op->comp.status = UCS_OK;
     uct_iov_t iov{};
     iov.buffer = local;
     iov.length = len;
@@ -339,12 +363,33 @@ RmaStart Iface::rma(bool get, void* ep, void* local, std::size_t len, void* loca
     const ucs_status_t st = get ? uct_ep_get_zcopy(e, &iov, 1, remote, bundle.rkey, &op->comp)
                                 : uct_ep_put_zcopy(e, &iov, 1, remote, bundle.rkey, &op->comp);
     (void)uct_rkey_release(h_->component, &bundle);
-    if (st == UCS_INPROGRESS)
-        return RmaStart::InProgress;  // op freed by its completion
-    delete op;
-    if (st == UCS_OK)
-        return RmaStart::Done;
-    return st == UCS_ERR_NO_RESOURCE ? RmaStart::WouldBlock : RmaStart::Failed;
+    return started(st, op);
+}
+
+OpStart Iface::send_am_zcopy(void* ep, std::span<const std::uint8_t> header,
+                             std::span<const std::uint8_t> first,
+                             std::span<const std::uint8_t> second, OpDone done, void* arg) {
+    if (header.size() > caps_.am_zcopy_header ||
+        header.size() + first.size() + second.size() > caps_.am_zcopy)
+        return OpStart::Failed;
+    PendingOp* op = new_op(done, arg);
+    if (op == nullptr)
+        return OpStart::WouldBlock;
+    std::array<uct_iov_t, 2> iov{};
+    std::size_t n = 0;
+    for (const auto part : {first, second}) {
+        if (part.empty())
+            continue;
+        iov[n].buffer = const_cast<std::uint8_t*>(part.data());
+        iov[n].length = part.size();
+        iov[n].memh = UCT_MEM_HANDLE_NULL;  // caps: this md needs none
+        iov[n].count = 1;
+        ++n;
+    }
+    const ucs_status_t st =
+        uct_ep_am_zcopy(static_cast<uct_ep_h>(ep), kAmId, header.data(),
+                        static_cast<unsigned>(header.size()), iov.data(), n, 0, &op->comp);
+    return started(st, op);
 }
 
 void Iface::check_ep(void* ep) noexcept {

@@ -32,6 +32,10 @@ std::vector<TlResource> list_resources();
 struct IfaceCaps {
     std::size_t am_short = 0;  // 0: no AM short
     std::size_t am_bcopy = 0;  // 0: no AM bcopy
+    // AM zcopy on any memory (no registration needed): total bytes and
+    // header bytes at most; 0: none.
+    std::size_t am_zcopy = 0;
+    std::size_t am_zcopy_header = 0;
     bool connect_to_iface = false;
     bool peer_failure = false;  // reports dead peers by itself
     bool ep_check = false;      // can be asked to check a peer (uct_ep_check)
@@ -41,11 +45,11 @@ struct IfaceCaps {
     std::size_t rkey_size = 0;  // bytes of a packed remote key
 };
 
-// An RMA operation in flight: `done(arg, ok)` is called once, from progress
-// (or never, when the call that started it did not return InProgress).
-struct RmaOp;
-using RmaDone = void (*)(void* arg, bool ok);
-enum class RmaStart : std::uint8_t { Done, InProgress, WouldBlock, Failed };
+// An operation UCT may finish later (RMA, AM zcopy): `done(arg, ok)` is
+// called once, from progress, when the call that started it returned
+// InProgress (and never otherwise).
+using OpDone = void (*)(void* arg, bool ok);
+enum class OpStart : std::uint8_t { Done, InProgress, WouldBlock, Failed };
 
 class IfaceEvents {
   public:
@@ -85,7 +89,13 @@ class Iface {
     Result<void> send_am(void* ep, std::span<const std::uint8_t> header,
                          std::span<const std::uint8_t> first,
                          std::span<const std::uint8_t> second = {});
-    // The same for a message already whole in `msg` (at least 8 bytes and
+    // An AM of `header` (at most caps().am_zcopy_header bytes) then `first`
+    // and `second` read in place by UCT, which may go on reading them after
+    // the call (until `done`, see OpDone).
+    OpStart send_am_zcopy(void* ep, std::span<const std::uint8_t> header,
+                          std::span<const std::uint8_t> first, std::span<const std::uint8_t> second,
+                          OpDone done, void* arg);
+    // The same as send_am for a message already whole in `msg` (at least 8 bytes and
     // at most caps().am_short): the hot path of small sends.
     Result<void> send_am_short(void* ep, const std::uint8_t* msg, std::size_t len) noexcept;
     // Memory registration on this iface's memory domain (for RMA): a handle,
@@ -94,8 +104,8 @@ class Iface {
     void deregister_memory(void* memh) noexcept;
     bool pack_rkey(void* memh, std::span<std::uint8_t> rkey) const;
     // One-sided copy between local registered memory and a peer's.
-    RmaStart rma(bool get, void* ep, void* local, std::size_t len, void* local_memh,
-                 std::uint64_t remote, std::span<const std::uint8_t> rkey, RmaDone done, void* arg);
+    OpStart rma(bool get, void* ep, void* local, std::size_t len, void* local_memh,
+                std::uint64_t remote, std::span<const std::uint8_t> rkey, OpDone done, void* arg);
 
     // Asks UCT to check the peer (posix/sysv report death only this way).
     void check_ep(void* ep) noexcept;

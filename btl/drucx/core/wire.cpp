@@ -78,4 +78,27 @@ Result<std::vector<TlAddress>> decode_addresses(std::span<const std::uint8_t> by
     return out;
 }
 
+std::array<std::uint8_t, kByeSize> encode_bye(ProcName sender) noexcept {
+    std::array<std::uint8_t, kByeSize> out{};
+    (void)encode(AmHeader{0, AmKind::Bye}, out);
+    const std::span<std::uint8_t> name = std::span(out).subspan(kAmHeaderSize);
+    ByteWriter w(name);
+    w.u32(sender.jobid);
+    w.u32(sender.vpid);
+    return out;
+}
+
+Result<ProcName> decode_bye(std::span<const std::uint8_t> message) noexcept {
+    auto h = decode_am_header(message);
+    if (!h)
+        return fail(h.error());
+    if (h->kind != AmKind::Bye)
+        return fail(ErrorCode::BadType, "not a BYE");
+    ByteReader r(message.subspan(kAmHeaderSize));
+    ProcName name;
+    name.jobid = r.u32();
+    name.vpid = r.u32();
+    return name;
+}
+
 }  // namespace btl::drucx::core

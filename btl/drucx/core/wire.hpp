@@ -15,11 +15,14 @@
 //
 // AM header (4 bytes) in front of every active message drucx sends:
 //   | tag (u8: the BTL tag) | kind (u8: 1 data, 2 bye) | reserved (u16, 0) |
-// A data message carries the BTL segment after it; BYE (tag 0, nothing
-// after it) says the sender is finalizing, so its endpoint closing is not a
-// failure. An unknown kind, nonzero reserved bits or a BYE with a payload
-// are counted and dropped.
+// A data message carries the BTL segment after it. BYE (tag 0) carries the
+// sender's process name and nothing else:
+//   | AM header (tag 0, kind 2) | jobid (u32) | vpid (u32) |
+// it says the sender is leaving (MPI_Finalize): its endpoint closing from
+// then on is not a failure. An unknown kind, nonzero reserved bits or a BYE
+// with a tag or of another length are counted and dropped.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -36,6 +39,7 @@ using plugin::common::Result;
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kMaxAddress = 64 * 1024;
 inline constexpr std::size_t kAmHeaderSize = 4;
+inline constexpr std::size_t kByeSize = kAmHeaderSize + 8;
 
 enum class AmKind : std::uint8_t { Data = 1, Bye = 2 };
 
@@ -92,13 +96,22 @@ inline Result<AmHeader> decode_am_header(std::span<const std::uint8_t> message) 
             h.kind = AmKind::Data;
             return h;
         case static_cast<std::uint8_t>(AmKind::Bye):
-            if (h.tag != 0 || message.size() != kAmHeaderSize)
-                return fail(ErrorCode::BadField, "BYE with a tag or payload");
+            if (h.tag != 0 || message.size() != kByeSize)
+                return fail(ErrorCode::BadField, "BYE with a tag or of a wrong length");
             h.kind = AmKind::Bye;
             return h;
         default:
             return fail(ErrorCode::BadType, "unknown drucx AM kind");
     }
 }
+
+struct ProcName {
+    std::uint32_t jobid = 0;
+    std::uint32_t vpid = 0;
+    friend bool operator==(const ProcName&, const ProcName&) = default;
+};
+std::array<std::uint8_t, kByeSize> encode_bye(ProcName sender) noexcept;
+// The sender named by a message decode_am_header() accepted as a BYE.
+Result<ProcName> decode_bye(std::span<const std::uint8_t> message) noexcept;
 
 }  // namespace btl::drucx::core

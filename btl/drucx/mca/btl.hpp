@@ -6,12 +6,14 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "config.hpp"
 #include "fault.hpp"
 #include "opal_log.hpp"
+#include "pending.hpp"
 #include "uct_iface.hpp"
 #include "wire.hpp"
 
@@ -35,7 +37,9 @@ struct mca_btl_base_endpoint_t {
     void* uct_ep = nullptr;
     void* rma_ep = nullptr;  // on the RMA iface (cma), when both sides have one
     opal_proc_t* proc = nullptr;
+    std::uint32_t id = 0;  // names the peer in the table of operations in flight
     bool failed = false;
+    bool leaving = false;                        // the peer said BYE: its going away is no failure
     std::deque<btl::drucx::mca::Frag*> waiting;  // sends UCT had no resources for yet
 };
 
@@ -59,10 +63,12 @@ struct RdmaOp {
     bool ok;
 };
 
-// A send descriptor: the drucx AM header, then the PML's bytes.
+// A send descriptor: the drucx AM header, then the PML's bytes: segment 0
+// in `data`, and for a send from the user's buffer in place (prepare_src of
+// contiguous data) segment 1 pointing there.
 struct Frag {
     mca_btl_base_descriptor_t base;  // first: the PML sees only this
-    mca_btl_base_segment_t segment;
+    mca_btl_base_segment_t segment[2];
     mca_btl_base_endpoint_t* endpoint = nullptr;
     std::uint8_t header[core::kAmHeaderSize];
     std::size_t capacity = 0;
@@ -100,6 +106,10 @@ struct State {
     std::unique_ptr<adapter::Iface> iface;
     std::unique_ptr<adapter::Iface> rma;  // cma beside shared memory: single-copy put/get
     std::size_t rdma_inflight = 0;        // RMA that UCT completes later (rma progress needed)
+    // AM zcopy sends UCT completes later (tcp), by ticket: a completion that
+    // comes after its peer was failed finds its ticket stale.
+    std::optional<core::PendingTable> in_flight;
+    std::uint32_t next_ep_id = 0;
     Module* module = nullptr;
     std::vector<mca_btl_base_endpoint_t*> endpoints;
     std::vector<Frag*> free_frags;
@@ -108,6 +118,7 @@ struct State {
     plugin::common::FaultInjector faults;
     std::size_t waiting_total = 0;  // sends waiting for UCX resources, all peers
     std::uint64_t sent = 0;         // messages handed to UCT or queued
+    std::uint64_t zcopy = 0;        // of them, sent by AM zcopy
     std::uint64_t gets = 0;         // RMA operations started
     std::uint64_t puts = 0;
     bool dead = false;  // fault_fail_after reached: as if the transport were gone
@@ -152,8 +163,11 @@ adapter::IfaceEvents& events() noexcept;
 int progress() noexcept;
 Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) noexcept;
 void free_frag(Frag* f) noexcept;
-// One attempt to hand a frag (AM header + segment) to UCT; WouldBlock: no resources now.
-plugin::common::Result<void> send_now(mca_btl_base_endpoint_t* ep, Frag* f) noexcept;
+// One attempt to hand a frag (AM header + segments) to UCT: gone (done with
+// the frag), in flight (UCT completes it later: an owed completion), no
+// resources now, or failed.
+enum class SendOutcome : std::uint8_t { Sent, InFlight, WouldBlock, Failed };
+SendOutcome send_now(mca_btl_base_endpoint_t* ep, Frag* f) noexcept;
 // Back-pressure: room for one more waiting send to `ep` (per peer and in all).
 inline bool has_room(const mca_btl_base_endpoint_t* ep) noexcept {
     const State& s = state();

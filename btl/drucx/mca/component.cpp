@@ -55,12 +55,13 @@ Module& template_module() noexcept {
         t.super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH - 1;  // below vader
         t.super.btl_eager_limit = 4096;
         t.super.btl_rndv_eager_limit = 4096;
-        t.super.btl_max_send_size = 8192;
+        t.super.btl_max_send_size = 65536;
         t.super.btl_latency = 1;
         t.super.btl_bandwidth = 10000;
         // What the module may offer; btl_drucx_flags can take some away, and
         // init drops put/get where there is no RMA transport.
-        t.super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET;
+        t.super.btl_flags =
+            MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET;
         fill_module_functions(t.super);
         return t;
     }();
@@ -87,14 +88,61 @@ Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) n
         f->data = reinterpret_cast<std::uint8_t*>(f + 1);
     }
     f->endpoint = ep;
-    plugin::common::reset_send_descriptor(f->base, &f->segment, f->data, bytes, flags);
+    plugin::common::reset_send_descriptor(f->base, f->segment, f->data, bytes, flags);
     return f;
 }
 
-plugin::common::Result<void> send_now(mca_btl_base_endpoint_t* ep, Frag* f) noexcept {
-    return state().iface->send_am(
-        ep->uct_ep, f->header,
-        {static_cast<const std::uint8_t*>(f->segment.seg_addr.pval), f->segment.seg_len});
+namespace {
+
+std::span<const std::uint8_t> bytes_of(const mca_btl_base_segment_t& seg) noexcept {
+    return {static_cast<const std::uint8_t*>(seg.seg_addr.pval), seg.seg_len};
+}
+
+// A zcopy send finished (from UCT's progress, lock held).
+void zcopy_done(void* arg, bool ok) {
+    State& s = state();
+    const auto ticket = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(arg));
+    if (auto op = s.in_flight->complete(ticket))  // stale: completed in error when its peer failed
+        s.owed.completions.emplace_back(static_cast<Frag*>(op->cookie),
+                                        ok ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
+}
+
+SendOutcome zcopy(State& s, mca_btl_base_endpoint_t* ep, Frag* f,
+                  std::span<const std::uint8_t> first, std::span<const std::uint8_t> second) {
+    core::PendingTable& table = *s.in_flight;
+    const auto ticket = table.add({f, core::OpKind::Send, ep->id});
+    if (!ticket)
+        return SendOutcome::WouldBlock;  // bounded: wait for completions
+    void* arg = reinterpret_cast<void*>(static_cast<std::uintptr_t>(*ticket));
+    const adapter::OpStart st =
+        s.iface->send_am_zcopy(ep->uct_ep, f->header, first, second, zcopy_done, arg);
+    if (st == adapter::OpStart::InProgress) {
+        ++s.zcopy;
+        return SendOutcome::InFlight;
+    }
+    (void)table.complete(*ticket);
+    if (st == adapter::OpStart::Done) {
+        ++s.zcopy;
+        return SendOutcome::Sent;
+    }
+    return st == adapter::OpStart::WouldBlock ? SendOutcome::WouldBlock : SendOutcome::Failed;
+}
+
+}  // namespace
+
+SendOutcome send_now(mca_btl_base_endpoint_t* ep, Frag* f) noexcept {
+    State& s = state();
+    const std::span<const std::uint8_t> first = bytes_of(f->segment[0]);
+    const std::span<const std::uint8_t> second =
+        f->base.des_segment_count > 1 ? bytes_of(f->segment[1]) : std::span<const std::uint8_t>{};
+    const std::size_t total = core::kAmHeaderSize + first.size() + second.size();
+    if (total > s.iface->caps().am_bcopy && s.in_flight)
+        return zcopy(s, ep, f, first, second);
+    auto r = s.iface->send_am(ep->uct_ep, f->header, first, second);
+    if (r)
+        return SendOutcome::Sent;
+    return r.error().code == plugin::common::ErrorCode::WouldBlock ? SendOutcome::WouldBlock
+                                                                   : SendOutcome::Failed;
 }
 
 void free_frag(Frag* f) noexcept {
@@ -116,10 +164,21 @@ void fail_endpoint(mca_btl_base_endpoint_t* ep) noexcept {
     if (ep->failed)
         return;
     ep->failed = true;
+    if (s.in_flight) {
+        // UCT may still complete these; their tickets are stale from now on.
+        std::vector<core::PendingOp> lost;
+        s.in_flight->fail_peer(ep->id, lost);
+        for (const core::PendingOp& op : lost)
+            s.owed.completions.emplace_back(static_cast<Frag*>(op.cookie), OPAL_ERR_UNREACH);
+    }
     while (!ep->waiting.empty()) {
         s.owed.completions.emplace_back(ep->waiting.front(), OPAL_ERR_UNREACH);
         ep->waiting.pop_front();
         --s.waiting_total;
+    }
+    if (ep->leaving) {
+        logf(s.log, LogLevel::Debug, "peer %s left", OPAL_NAME_PRINT(ep->proc->proc_name));
+        return;
     }
     logf(s.log, LogLevel::Warn, "peer %s unreachable through %s",
          OPAL_NAME_PRINT(ep->proc->proc_name), s.iface ? s.iface->resource().tl.c_str() : "-");
@@ -148,6 +207,16 @@ void deliver(mca_btl_base_tag_t tag, std::uint8_t* payload, std::size_t len) noe
     cb.cbfunc(&state().module->super, tag, &des, cb.cbdata);
 }
 
+// A peer said BYE: from now on its endpoint failing is its leaving.
+void peer_leaves(State& s, std::span<const std::uint8_t> message) {
+    auto name = core::decode_bye(message);
+    if (!name)
+        return;
+    for (mca_btl_base_endpoint_t* ep : s.endpoints)
+        if (ep->proc->proc_name.jobid == name->jobid && ep->proc->proc_name.vpid == name->vpid)
+            ep->leaving = true;
+}
+
 class Events final : public adapter::IfaceEvents {
   public:
     void on_am(std::span<const std::uint8_t> bytes) override {
@@ -158,7 +227,11 @@ class Events final : public adapter::IfaceEvents {
                  h.error().message.data());
             return;
         }
-        if (h->kind == core::AmKind::Bye || h->tag >= MCA_BTL_TAG_MAX || s.module == nullptr)
+        if (h->kind == core::AmKind::Bye) {
+            peer_leaves(s, bytes);
+            return;
+        }
+        if (h->tag >= MCA_BTL_TAG_MAX || s.module == nullptr)
             return;
         auto* payload = const_cast<std::uint8_t*>(bytes.data() + core::kAmHeaderSize);
         const std::size_t len = bytes.size() - core::kAmHeaderSize;
@@ -205,12 +278,14 @@ int send_waiting(State& s) {
     for (mca_btl_base_endpoint_t* ep : s.endpoints) {
         while (!ep->waiting.empty() && !ep->failed) {
             Frag* f = ep->waiting.front();
-            auto r = send_now(ep, f);
-            if (!r && r.error().code == plugin::common::ErrorCode::WouldBlock)
+            const SendOutcome r = send_now(ep, f);
+            if (r == SendOutcome::WouldBlock)
                 break;
             ep->waiting.pop_front();
             --s.waiting_total;
-            s.owed.completions.emplace_back(f, r ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
+            if (r != SendOutcome::InFlight)
+                s.owed.completions.emplace_back(
+                    f, r == SendOutcome::Sent ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
             ++n;
         }
     }
@@ -377,11 +452,17 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     auto* m = new (std::nothrow) mca::Module(mca::template_module());
     if (m == nullptr)
         return nullptr;
-    // Messages fit one AM bcopy; over the network stay below the stock tcp BTL.
-    const std::size_t max = s.iface->caps().am_bcopy - core::kAmHeaderSize;
-    m->super.btl_max_send_size = std::min(m->super.btl_max_send_size, max);
-    m->super.btl_eager_limit = std::min(m->super.btl_eager_limit, max);
-    m->super.btl_rndv_eager_limit = std::min(m->super.btl_rndv_eager_limit, max);
+    // Eager messages fit one AM bcopy; longer frags go by AM zcopy where the
+    // transport has it (tcp). Over the network stay below the stock tcp BTL.
+    const adapter::IfaceCaps& caps = s.iface->caps();
+    const std::size_t bcopy = caps.am_bcopy - core::kAmHeaderSize;
+    const std::size_t frag = std::max(
+        bcopy, caps.am_zcopy > core::kAmHeaderSize ? caps.am_zcopy - core::kAmHeaderSize : 0);
+    m->super.btl_max_send_size = std::min(m->super.btl_max_send_size, frag);
+    m->super.btl_eager_limit = std::min(m->super.btl_eager_limit, bcopy);
+    m->super.btl_rndv_eager_limit = std::min(m->super.btl_rndv_eager_limit, bcopy);
+    if (frag > bcopy)
+        s.in_flight.emplace(s.config.max_pending, s.config.max_pending_peer);
     if (res->device != "memory")
         m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 98;
     s.module = m;

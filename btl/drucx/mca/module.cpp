@@ -76,6 +76,7 @@ int drucx_add_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t** procs,
         if (ep == nullptr)
             return OPAL_ERR_OUT_OF_RESOURCE;
         ep->proc = proc;
+        ep->id = s.next_ep_id++;
         auto uct_ep = s.iface->connect(addr.am, ep);
         if (!uct_ep) {
             delete ep;
@@ -103,21 +104,40 @@ int drucx_del_procs(mca_btl_base_module_t*, size_t nprocs, opal_proc_t**,
         mca_btl_base_endpoint_t* ep = peers[i];
         if (ep == nullptr)
             continue;
-        // Let what is queued leave while the peer still listens (bounded).
-        for (int round = 0; round < 100000 && !ep->waiting.empty() && !ep->failed; ++round)
+        // Tell the peer we are leaving (best effort: a BYE that finds no
+        // resources is not sent; the peer then reports our going away).
+        if (!ep->failed) {
+            const opal_process_name_t me = opal_proc_local_get()->proc_name;
+            const auto bye = core::encode_bye(core::ProcName{me.jobid, me.vpid});
+            (void)s.iface->send_am(ep->uct_ep, bye, {});
+        }
+        // Let what is queued or in flight leave while the peer still listens (bounded).
+        const auto busy = [&] {
+            return !ep->failed &&
+                   (!ep->waiting.empty() || (s.in_flight && s.in_flight->of_peer(ep->id) > 0));
+        };
+        for (int round = 0; round < 100000 && busy(); ++round)
             (void)progress();
+        std::vector<std::pair<Frag*, int>> left;
         while (!ep->waiting.empty()) {
-            Frag* f = ep->waiting.front();
+            left.emplace_back(ep->waiting.front(), OPAL_ERR_UNREACH);
             ep->waiting.pop_front();
-            --state().waiting_total;
-            complete(f, OPAL_ERR_UNREACH);
+            --s.waiting_total;
+        }
+        if (s.in_flight) {
+            std::vector<core::PendingOp> lost;
+            s.in_flight->fail_peer(ep->id, lost);
+            for (const core::PendingOp& op : lost)
+                left.emplace_back(static_cast<Frag*>(op.cookie), OPAL_ERR_UNREACH);
         }
         std::erase_if(s.owed.completions, [&](std::pair<Frag*, int> c) {
             if (c.first->endpoint != ep)
                 return false;
-            complete(c.first, c.second);
+            left.push_back(c);
             return true;
         });
+        for (auto [f, status] : left)
+            complete(f, status);
         std::erase(s.owed.failed, ep);
         std::erase(s.newly_failed, ep);
         std::erase(s.endpoints, ep);
@@ -144,6 +164,9 @@ int drucx_free(mca_btl_base_module_t*, mca_btl_base_descriptor_t* des) noexcept 
     return OPAL_SUCCESS;
 }
 
+// Contiguous data from this size up is sent from the user's buffer in place.
+constexpr std::size_t kInplaceMin = 1024;
+
 mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
                                              mca_btl_base_endpoint_t* ep,
                                              opal_convertor_t* convertor, uint8_t, size_t reserve,
@@ -154,6 +177,24 @@ mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
         return nullptr;
     if (*size > limit - reserve)
         *size = limit - reserve;
+    if ((btl->btl_flags & MCA_BTL_FLAGS_SEND_INPLACE) != 0 && *size >= kInplaceMin &&
+        !opal_convertor_need_buffers(convertor)) {
+        // Contiguous data stays where it is: segment 1 points into the
+        // user's buffer, UCT gathers it (bcopy) or reads it in place (zcopy).
+        Frag* f = new_frag(ep, reserve, flags);
+        if (f == nullptr)
+            return nullptr;
+        iovec iov{nullptr, *size};
+        uint32_t count = 1;
+        if (opal_convertor_pack(convertor, &iov, &count, size) < 0) {
+            free_frag(f);
+            return nullptr;
+        }
+        f->segment[1].seg_addr.pval = iov.iov_base;
+        f->segment[1].seg_len = *size;
+        f->base.des_segment_count = 2;
+        return &f->base;
+    }
     Frag* f = new_frag(ep, reserve + *size, flags);
     if (f == nullptr)
         return nullptr;
@@ -161,7 +202,7 @@ mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
         free_frag(f);
         return nullptr;
     }
-    f->segment.seg_len = reserve + *size;
+    f->segment[0].seg_len = reserve + *size;
     return &f->base;
 }
 
@@ -189,7 +230,8 @@ inline int may_send(const mca_btl_base_endpoint_t* ep) {
     return OPAL_SUCCESS;
 }
 
-// 1: gone to UCT; 0: waiting for resources; <0: error.
+// 1: gone to UCT; 2: in flight (completed from progress); 0: waiting for
+// resources; <0: error.
 int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
     State& s = state();
     if (const int rc = may_send(ep); rc != OPAL_SUCCESS)
@@ -201,13 +243,17 @@ int post(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
         ++s.waiting_total;
         return 0;
     }
-    auto r = send_now(ep, f);
-    if (r)
-        return 1;
-    if (r.error().code == plugin::common::ErrorCode::WouldBlock) {
-        ep->waiting.push_back(f);
-        ++s.waiting_total;
-        return 0;
+    switch (send_now(ep, f)) {
+        case SendOutcome::Sent:
+            return 1;
+        case SendOutcome::InFlight:
+            return 2;
+        case SendOutcome::WouldBlock:
+            ep->waiting.push_back(f);
+            ++s.waiting_total;
+            return 0;
+        case SendOutcome::Failed:
+            break;
     }
     return OPAL_ERR_UNREACH;
 }
@@ -266,13 +312,15 @@ int drucx_send(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, mca_btl_base
     const int rc = post(f, ep, tag);
     if (rc <= 0)
         return rc;  // queued (0 = OPAL_SUCCESS) or an error
+    if (rc == 2)
+        return OPAL_SUCCESS;  // in flight: completed from progress
     if ((des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) == 0) {
         if ((des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) != 0)
             free_frag(f);
         return 1;
     }
-    s.owed.completions.emplace_back(
-        f, OPAL_SUCCESS);  // called back from progress, like the stock BTLs
+    // Called back from progress, like the stock BTLs.
+    s.owed.completions.emplace_back(f, OPAL_SUCCESS);
     return OPAL_SUCCESS;
 }
 
@@ -306,7 +354,7 @@ int drucx_sendi(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep,
     }
     if (rc == 1)
         free_frag(f);
-    return OPAL_SUCCESS;  // sent, or waiting (freed when it leaves)
+    return OPAL_SUCCESS;  // sent, in flight or waiting (freed when it leaves)
 }
 
 mca_btl_base_registration_handle_t* drucx_register_mem(mca_btl_base_module_t* btl,
@@ -366,16 +414,16 @@ int rdma(bool get, mca_btl_base_endpoint_t* ep, void* local_address, uint64_t re
     switch (s.rma->rma(get, ep->rma_ep, local_address, size, local_handle->memh, remote_address,
                        std::span<const std::uint8_t>(remote_handle->rkey, s.rma->caps().rkey_size),
                        done, op)) {
-        case adapter::RmaStart::Done:
+        case adapter::OpStart::Done:
             s.owed.rdma.push_back(op);
             return OPAL_SUCCESS;
-        case adapter::RmaStart::InProgress:
+        case adapter::OpStart::InProgress:
             ++s.rdma_inflight;
             return OPAL_SUCCESS;
-        case adapter::RmaStart::WouldBlock:
+        case adapter::OpStart::WouldBlock:
             delete op;
             return OPAL_ERR_OUT_OF_RESOURCE;
-        case adapter::RmaStart::Failed:
+        case adapter::OpStart::Failed:
             break;
     }
     delete op;
@@ -408,21 +456,28 @@ int drucx_finalize(mca_btl_base_module_t* btl) noexcept {
     State& s = state();
     {
         Guard g;
-        logf(s.log, LogLevel::Info, "%llu messages, %llu gets, %llu puts",
-             static_cast<unsigned long long>(s.sent), static_cast<unsigned long long>(s.gets),
-             static_cast<unsigned long long>(s.puts));
-        // The PML is closed: free what is left without calling anybody.
-        for (auto [f, status] : s.owed.completions)
-            free_frag(f);
+        logf(s.log, LogLevel::Info, "%llu messages (%llu by zcopy), %llu gets, %llu puts",
+             static_cast<unsigned long long>(s.sent), static_cast<unsigned long long>(s.zcopy),
+             static_cast<unsigned long long>(s.gets), static_cast<unsigned long long>(s.puts));
+        // The PML is closed: free what is left without calling anybody
+        // (after the endpoints, whose end may still complete operations).
+        std::vector<core::PendingOp> in_flight;
         for (mca_btl_base_endpoint_t* ep : s.endpoints) {
             for (Frag* f : ep->waiting)
                 free_frag(f);
             s.iface->destroy_ep(ep->uct_ep);
             if (ep->rma_ep != nullptr)
                 s.rma->destroy_ep(ep->rma_ep);
+            if (s.in_flight)
+                s.in_flight->fail_peer(ep->id, in_flight);
             delete ep;
         }
         s.endpoints.clear();
+        for (const core::PendingOp& op : in_flight)
+            free_frag(static_cast<Frag*>(op.cookie));
+        for (auto [f, status] : s.owed.completions)
+            free_frag(f);
+        s.in_flight.reset();
         for (RdmaOp* op : s.owed.rdma)
             delete op;
         s.owed = Upcalls{};
