@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "uct_iface.hpp"
@@ -33,6 +34,12 @@ TEST(DrucxUct, ListsTheSharedMemoryTransports) {
     ASSERT_FALSE(all.empty()) << "UCX offers no transport at all";
     EXPECT_NE(find(all, "posix"), nullptr);
     EXPECT_NE(find(all, "cma"), nullptr);
+}
+
+TEST(DrucxUct, RuntimeVersionIsTheOneBuiltAgainst) {
+    std::string runtime;
+    EXPECT_TRUE(runtime_version_matches(runtime));
+    EXPECT_EQ(std::string(kBuiltUcx).rfind(runtime + ".", 0), 0u) << runtime << " vs " << kBuiltUcx;
 }
 
 class DrucxUctAm : public ::testing::TestWithParam<const char*> {};

@@ -1,6 +1,7 @@
 #include "uct_iface.hpp"
 
 extern "C" {
+#include <ucp/api/ucp.h>  // ucp_get_version: the one version query UCX exports
 #include <ucs/async/async_fwd.h>
 #include <uct/api/uct.h>
 }
@@ -218,6 +219,15 @@ Result<std::unique_ptr<Iface>> Iface::open(const TlResource& res, IfaceEvents& e
     // Without this, uct_worker_progress does not poll the iface.
     uct_iface_progress_enable(h.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     return self;
+}
+
+const char* const kBuiltUcx = UCT_VERNO_STRING;
+
+bool runtime_version_matches(std::string& runtime) {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    runtime = std::to_string(major) + "." + std::to_string(minor);
+    return major == UCT_VERNO_MAJOR && minor == UCT_VERNO_MINOR;
 }
 
 std::vector<std::uint8_t> Iface::address() const {

@@ -29,6 +29,12 @@ struct TlResource {
 // Every transport/device pair the UCX library offers on this machine.
 std::vector<TlResource> list_resources();
 
+// UCT has no ABI promise across minor versions: whether the library loaded
+// at run time (its version in `runtime`, "major.minor") is the one built
+// against (kBuiltUcx).
+bool runtime_version_matches(std::string& runtime);
+extern const char* const kBuiltUcx;
+
 struct IfaceCaps {
     std::size_t am_short = 0;  // 0: no AM short
     std::size_t am_bcopy = 0;  // 0: no AM bcopy

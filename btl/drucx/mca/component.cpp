@@ -435,6 +435,11 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
         logf(s.log, LogLevel::Error, "invalid parameter: %s", err.c_str());
         return nullptr;
     }
+    if (std::string runtime; !adapter::runtime_version_matches(runtime)) {
+        logf(s.log, LogLevel::Info, "UCX %s at run time, built against %s; drucx disabled",
+             runtime.c_str(), adapter::kBuiltUcx);
+        return nullptr;
+    }
     const std::vector<adapter::TlResource> all = adapter::list_resources();
     const adapter::TlResource* res = choose(all, s.config);
     if (res == nullptr) {

@@ -26,9 +26,12 @@ int register_params(const mca_base_component_t* component) noexcept {
                   ParamType::String, &r.tls, 0, 0.0, "any"},
         ParamSpec{"devices", "UCX devices to use (e.g. memory,eth0); any: all", ParamType::String,
                   &r.devices, 0, 0.0, "any"},
-        ParamSpec{"max_pending", "Sends waiting for UCX resources, all peers (back-pressure)",
-                  ParamType::Unsigned, &r.max_pending, d.max_pending},
-        ParamSpec{"max_pending_peer", "Sends waiting for UCX resources per peer",
+        ParamSpec{
+            "max_pending",
+            "Sends waiting for UCX resources or in flight by zcopy, all peers (back-pressure)",
+            ParamType::Unsigned, &r.max_pending, d.max_pending},
+        ParamSpec{"max_pending_peer",
+                  "Sends waiting for UCX resources or in flight by zcopy, per peer",
                   ParamType::Unsigned, &r.max_pending_peer, d.max_pending_peer},
         ParamSpec{"fault_drop",
                   "Testing: probability (0..1) that an arriving message is dropped (its sender "
