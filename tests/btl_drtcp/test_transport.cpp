@@ -42,8 +42,8 @@ struct Rec final : adapter::TransportEvents {
 // A frame as the glue builds it: drtcp header + payload in one buffer.
 struct OwnedFrame {
     std::vector<std::uint8_t> bytes;
-    core::SendQueue::Frame view() const {
-        core::SendQueue::Frame f;
+    plugin::common::SendQueue::Frame view() const {
+        plugin::common::SendQueue::Frame f;
         f.pieces[0] = {bytes.data(), bytes.size()};
         f.count = 1;
         f.cookie = const_cast<OwnedFrame*>(this);

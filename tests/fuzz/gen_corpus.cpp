@@ -24,6 +24,7 @@
 
 #include "btl/drtcp/core/wire.hpp"
 #include "crc32c.hpp"
+#include "oob/drtcp/core/wire.hpp"
 #include "pml/dr/core/wire.hpp"
 
 namespace {
@@ -31,6 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace drtcp = btl::drtcp::core;
 namespace pml = pml::dr::core;
+namespace oobw = oob::drtcp::core;
 using Bytes = std::vector<std::uint8_t>;
 
 struct SeedFile {
@@ -194,6 +196,47 @@ pml::MatchFields match(const Bytes& payload, bool csum) {
     return m;
 }
 
+void oob_seeds(std::vector<SeedFile>& out) {
+    // fuzz_oob_drtcp_stream: | ctrl | max_kib | read | stream |
+    Bytes s(oobw::kConnectSize);
+    if (!oobw::encode_connect({7, 1}, s))
+        die("oob CONNECT does not encode");
+    const auto message = [&](std::uint32_t tag, const Bytes& payload, const char* routed) {
+        oobw::Header h;
+        h.origin = {7, 1};
+        h.dst = {7, tag % 3};
+        h.tag = tag;
+        h.nbytes = static_cast<std::uint32_t>(payload.size());
+        if (!oobw::set_routed(h, routed))
+            die("oob routed name");
+        const std::size_t at = s.size();
+        s.resize(at + oobw::kHeaderSize);
+        if (!oobw::encode_header(h, std::span(s).subspan(at)))
+            die("oob header does not encode");
+        s.insert(s.end(), payload.begin(), payload.end());
+    };
+    message(1, {}, "radix");
+    message(2, pattern(100, 3), "direct");
+    message(3, pattern(3000, 5), "binomial");
+    const auto seed = [&](const char* name, std::uint8_t ctrl, std::uint8_t max_kib,
+                          std::uint8_t read, const Bytes& stream) {
+        Bytes b{ctrl, max_kib, read};
+        b.insert(b.end(), stream.begin(), stream.end());
+        out.push_back({std::string("oob_drtcp_stream/") + name, b});
+    };
+    seed("messages_one_read", 0, 4, 0, s);
+    seed("messages_split", 0, 4, 13, s);
+    seed("too_long_for_max", 0, 1, 50, s);
+    seed("refused_connect", 1, 4, 7, s);
+    Bytes bye = s;
+    oobw::Header h;
+    h.kind = oobw::Kind::Bye;
+    bye.resize(bye.size() + oobw::kHeaderSize);
+    if (!oobw::encode_header(h, std::span(bye).last(oobw::kHeaderSize)))
+        die("oob BYE does not encode");
+    seed("bye", 0, 4, 64, bye);
+}
+
 void pml_seeds(std::vector<SeedFile>& out) {
     // fuzz_pml_dr_frame: | ctrl | split | stamp_seq | frame |
     const auto seed = [&](const char* name, std::uint8_t ctrl, std::uint8_t split, const auto& hdr,
@@ -278,6 +321,7 @@ int main(int argc, char** argv) {
     std::vector<SeedFile> seeds;
     drtcp_seeds(seeds);
     pml_seeds(seeds);
+    oob_seeds(seeds);
 
     int stale = 0;
     for (const auto& s : seeds) {

@@ -210,7 +210,7 @@ void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
     Conn* c = ep->active;
     if (c == nullptr)
         return;
-    core::ByteRange ranges[64];
+    plugin::common::ByteRange ranges[64];
     iovec iov[64];
     while (!ep->queue.empty()) {
         const std::size_t n = ep->queue.gather(ranges);
@@ -239,7 +239,7 @@ void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
     set_writable_interest(ep, !ep->queue.empty());
 }
 
-SendResult Transport::send(Endpoint* ep, const core::SendQueue::Frame& frame) {
+SendResult Transport::send(Endpoint* ep, const plugin::common::SendQueue::Frame& frame) {
     std::vector<void*> done;
     std::lock_guard lock(io_);
     Module& m = modules_[static_cast<std::size_t>(ep->module)];

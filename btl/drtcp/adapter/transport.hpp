@@ -1,6 +1,6 @@
 // btl drtcp transport: the sockets of one process (POSIX + epoll; no Open
 // MPI). It owns the listeners, the connections and the endpoints, drives
-// each endpoint's core::EndpointFsm, writes the core::SendQueue with
+// each endpoint's core::EndpointFsm, writes the plugin::common::SendQueue with
 // writev() and feeds reads to core::StreamDecoder. The MCA glue sees
 // modules, endpoints, send() and progress(), and gets frames, send
 // completions and endpoint failures back through TransportEvents.
@@ -98,7 +98,7 @@ class Transport {
     // Queues one frame (cookie + ranges, the drtcp header first) and writes
     // at once when the connection is up and idle. Done: every byte is with
     // the kernel and no on_sent will follow.
-    SendResult send(Endpoint* ep, const core::SendQueue::Frame& frame);
+    SendResult send(Endpoint* ep, const plugin::common::SendQueue::Frame& frame);
 
     int progress(TransportEvents& events);
 

@@ -34,7 +34,7 @@ struct Endpoint {
     SockAddr raddr;
     void* user;
     core::EndpointFsm fsm;
-    core::SendQueue queue;
+    plugin::common::SendQueue queue;
     Conn* active = nullptr;    // the connection frames travel on
     Conn* outgoing = nullptr;  // our connect attempt in progress
     bool write_armed = false;  // EPOLLOUT requested on `active`

@@ -1,7 +1,7 @@
-// btl drtcp addressing (sans I/O): IP addresses and CIDR prefixes, the
-// include/exclude interface filter, the address list published through the
+// btl drtcp addressing (sans I/O): the address list published through the
 // modex, and the reachability rule that pairs local interfaces with a peer's
-// addresses.
+// addresses (IP addresses, CIDRs and the interface filter are
+// plugin/common/core/netaddr.hpp).
 //
 // MODEX blob (published per process, version 1, big-endian):
 //   | version u8 | count u8 | flags u16 (bit 0: put) |  then `count` entries:
@@ -18,60 +18,23 @@
 #include <string_view>
 #include <vector>
 
+#include "netaddr.hpp"
 #include "result.hpp"
 
 namespace btl::drtcp::core {
 
 using plugin::common::Result;
 
-struct IpAddr {
-    std::uint8_t family = 4;  // 4 or 6
-    std::array<std::uint8_t, 16> bytes{};
-    friend bool operator==(const IpAddr&, const IpAddr&) = default;
-
-    [[nodiscard]] std::size_t size() const noexcept { return family == 4 ? 4 : 16; }
-    [[nodiscard]] bool loopback() const noexcept;
-    [[nodiscard]] bool link_local() const noexcept;
-    [[nodiscard]] std::string str() const;
-};
-
-Result<IpAddr> parse_ip(std::string_view text);
-
-struct Cidr {
-    IpAddr addr;
-    std::uint8_t prefix = 0;
-    [[nodiscard]] bool contains(const IpAddr& a) const noexcept;
-};
-// "10.1.0.0/16", "fd00::/8", or a bare address (a host prefix).
-Result<Cidr> parse_cidr(std::string_view text);
-
-// One usable local address of one interface.
-struct LocalIf {
-    std::string name;  // interface name, e.g. "eth0"
-    IpAddr addr;
-    std::uint8_t prefix = 0;
-};
-
-// An include or exclude list: comma-separated interface names and CIDRs.
-struct IfList {
-    std::vector<std::string> names;
-    std::vector<Cidr> cidrs;
-    [[nodiscard]] bool empty() const noexcept { return names.empty() && cidrs.empty(); }
-    [[nodiscard]] bool matches(const LocalIf& i) const noexcept;
-};
-Result<IfList> parse_if_list(std::string_view text);
-
-// Families a module may use: bit 0 IPv4, bit 1 IPv6.
-inline constexpr unsigned kFamilyV4 = 1;
-inline constexpr unsigned kFamilyV6 = 2;
-
-// The interfaces drtcp opens modules on. With an include list only those;
-// else all but the exclude list. Link-local IPv6 addresses are never used
-// (they need a scope). One address per interface name: its IPv4 address when
-// it has one that passes, else its first IPv6 one. Both lists set is an
-// error (the caller reports it).
-Result<std::vector<LocalIf>> select_interfaces(std::span<const LocalIf> all, const IfList& include,
-                                               const IfList& exclude, unsigned families);
+using plugin::common::Cidr;
+using plugin::common::IfList;
+using plugin::common::IpAddr;
+using plugin::common::kFamilyV4;
+using plugin::common::kFamilyV6;
+using plugin::common::LocalIf;
+using plugin::common::parse_cidr;
+using plugin::common::parse_if_list;
+using plugin::common::parse_ip;
+using plugin::common::select_interfaces;
 
 struct PublishedAddr {
     IpAddr addr;

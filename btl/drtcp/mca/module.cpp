@@ -177,7 +177,7 @@ mca_btl_base_descriptor_t* drtcp_prepare_src(mca_btl_base_module_t* btl,
 
 adapter::SendResult send_frag(Frag* f, mca_btl_base_endpoint_t* ep, mca_btl_base_tag_t tag) {
     std::size_t len = 0;
-    core::SendQueue::Frame frame;
+    plugin::common::SendQueue::Frame frame;
     frame.pieces[0] = {f->header, sizeof f->header};
     for (size_t i = 0; i < f->base.des_segment_count; ++i) {
         const auto& seg = f->segments[i];
@@ -303,7 +303,7 @@ int drtcp_put(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, void* loc
                        std::span(f->data, core::kFrameHeaderSize));
     (void)core::encode(core::PutHeader{remote_handle->key, remote_address},
                        std::span(f->data + core::kFrameHeaderSize, core::kPutHeaderSize));
-    core::SendQueue::Frame frame;
+    plugin::common::SendQueue::Frame frame;
     frame.pieces[0] = {f->data, core::kFrameHeaderSize + core::kPutHeaderSize};
     frame.pieces[1] = {static_cast<const std::uint8_t*>(local_address), size};
     frame.count = 2;

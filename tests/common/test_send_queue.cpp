@@ -11,10 +11,10 @@
 
 namespace {
 
-using btl::drtcp::core::ByteRange;
-using btl::drtcp::core::SendQueue;
+using plugin::common::ByteRange;
+using plugin::common::SendQueue;
 
-TEST(DrtcpSendQueue, PartialWritesResumeExactlyWhereTheyStopped) {
+TEST(SendQueue, PartialWritesResumeExactlyWhereTheyStopped) {
     for (std::uint64_t seed = 1; seed <= 30; ++seed) {
         std::mt19937_64 rng(seed);
         std::vector<std::vector<std::uint8_t>> store;
@@ -55,7 +55,7 @@ TEST(DrtcpSendQueue, PartialWritesResumeExactlyWhereTheyStopped) {
     }
 }
 
-TEST(DrtcpSendQueue, DrainReturnsEverythingAndResets) {
+TEST(SendQueue, DrainReturnsEverythingAndResets) {
     SendQueue q;
     std::uint8_t buf[10] = {};
     int cookies[3];

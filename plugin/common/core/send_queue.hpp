@@ -1,18 +1,17 @@
-// btl drtcp: the send queue of one endpoint (sans I/O).
+// The send queue of one stream connection (sans I/O), shared by the TCP
+// components (btl drtcp, oob drtcp).
 //
 // Each entry is one frame: up to kMaxPieces byte ranges written back to back
-// (the 8-byte frame header with the PML's header, then the payload, which may
-// sit in the user's buffer) and an opaque cookie (the BTL descriptor).
+// (e.g. a frame header, the PML's header, then a payload that may sit in the
+// user's buffer) and an opaque cookie (the caller's descriptor or message).
 // The adapter asks for the next ranges to hand to writev(), reports how many
 // bytes the kernel took, and gets back the cookies of the frames now fully
 // written, in order. Partial writes leave the queue mid-frame; the next
 // gather() resumes exactly there.
 //
-// Bounded by the glue: it refuses new descriptors for an endpoint whose queue
-// holds `sendq_frames` (alloc/prepare_src return NULL), which is the BTL's
-// back-pressure to the PML. Descriptors handed out before the limit was hit
-// may still be queued, so the ring grows instead of refusing them; its size
-// stays within the limit plus the descriptors in existence.
+// Bounded by the glue (btl drtcp refuses new descriptors for an endpoint
+// whose queue holds `sendq_frames`); the ring grows instead of refusing a
+// push, so what was already handed out can always be queued.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -20,7 +19,7 @@
 #include <span>
 #include <vector>
 
-namespace btl::drtcp::core {
+namespace plugin::common {
 
 struct ByteRange {
     const std::uint8_t* base = nullptr;
@@ -70,4 +69,4 @@ class SendQueue {
     std::size_t head_piece_off_ = 0;  // bytes of that piece already written
 };
 
-}  // namespace btl::drtcp::core
+}  // namespace plugin::common

@@ -1,6 +1,6 @@
 #include "send_queue.hpp"
 
-namespace btl::drtcp::core {
+namespace plugin::common {
 
 std::size_t SendQueue::Frame::bytes() const noexcept {
     std::size_t n = 0;
@@ -82,4 +82,4 @@ void SendQueue::drain(std::vector<void*>& out) {
     head_piece_off_ = 0;
 }
 
-}  // namespace btl::drtcp::core
+}  // namespace plugin::common

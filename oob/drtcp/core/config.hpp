@@ -1,0 +1,41 @@
+// oob drtcp parameters (sans I/O): the raw MCA values and their validation.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "netaddr.hpp"
+#include "peer.hpp"
+
+namespace oob::drtcp::core {
+
+struct RawParams {
+    int verbose = 0;
+    const char* if_include = nullptr;  // MCA string storage
+    const char* if_exclude = nullptr;
+    const char* static_ports = nullptr;  // "" / nullptr: the kernel picks
+    unsigned max_msg_size_mb = 256;      // largest message accepted, MiB
+    unsigned connect_timeout_ms = 10000;
+    unsigned connect_attempts = 10;
+    unsigned retry_delay_ms = 100;
+    unsigned keepalive_time_s = 300;  // 0: no keepalive
+    unsigned keepalive_intvl_s = 20;
+    unsigned keepalive_probes = 9;
+};
+
+struct Config {
+    plugin::common::IfList include;
+    plugin::common::IfList exclude;
+    bool include_set = false;
+    std::uint16_t port_min = 0;  // 0: dynamic
+    std::uint16_t port_max = 0;
+    std::uint32_t max_msg_bytes = 256u << 20;
+    RetryPolicy retry;
+    unsigned keepalive_time_s = 300;
+    unsigned keepalive_intvl_s = 20;
+    unsigned keepalive_probes = 9;
+};
+
+// Empty string: valid (`out` filled). Otherwise what is wrong, for the log.
+std::string validate(const RawParams& raw, Config& out);
+
+}  // namespace oob::drtcp::core

@@ -1,0 +1,62 @@
+// oob drtcp: reassembly of the byte stream of one connection (sans I/O).
+// The adapter reads whatever the kernel has, in pieces of any size, and
+// feeds it here; the decoder hands out the peer's CONNECT once, then one
+// message at a time, header first and the payload once it is whole (its
+// size comes from the header and is bounded by the receiver's maximum, so an
+// absurd length is a protocol error, never an allocation). A message wholly
+// inside one read is handed out in place; one split across reads is
+// assembled in a buffer of at most kHeaderSize + max_nbytes bytes.
+//
+// After a protocol error or a refused CONNECT the decoder is Failed for
+// good and consumes nothing more: the adapter closes the connection.
+// After a BYE it is Closed: bytes that follow are an error.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "result.hpp"
+#include "wire.hpp"
+
+namespace oob::drtcp::core {
+
+class StreamSink {
+  public:
+    virtual ~StreamSink() = default;
+    // The peer introduced itself; false refuses it (the stream fails).
+    virtual bool on_connect(const ProcName& from) = 0;
+    // One message; `payload` is valid only during the call.
+    virtual void on_message(const Header& h, std::span<const std::uint8_t> payload) = 0;
+    // The peer closes on purpose; nothing may follow.
+    virtual void on_bye() {}
+};
+
+class StreamDecoder {
+  public:
+    enum class Phase : std::uint8_t { Connect, Header, Payload, Closed, Failed };
+
+    explicit StreamDecoder(std::uint32_t max_nbytes) noexcept : max_nbytes_(max_nbytes) {}
+
+    // Consumes all of `bytes`, calling the sink for everything complete.
+    Result<void> feed(std::span<const std::uint8_t> bytes, StreamSink& sink);
+
+    [[nodiscard]] Phase phase() const noexcept { return phase_; }
+    // Bytes held for a piece that arrived split.
+    [[nodiscard]] std::size_t held() const noexcept { return held_.size(); }
+    [[nodiscard]] std::uint64_t messages() const noexcept { return messages_; }
+
+  private:
+    // Size of the piece the current phase waits for.
+    [[nodiscard]] std::size_t need() const noexcept;
+    Result<void> complete(std::span<const std::uint8_t> piece, StreamSink& sink);
+    Result<void> failed(plugin::common::Error e);
+
+    std::uint32_t max_nbytes_;
+    Phase phase_ = Phase::Connect;
+    Header header_;                   // of the message whose payload is awaited
+    std::vector<std::uint8_t> held_;  // a split piece so far
+    std::uint64_t messages_ = 0;
+};
+
+}  // namespace oob::drtcp::core

@@ -1,0 +1,152 @@
+#include "wire.hpp"
+
+#include <algorithm>
+
+#include "crc32c.hpp"
+#include "wire_io.hpp"
+
+namespace oob::drtcp::core {
+
+using plugin::common::ByteReader;
+using plugin::common::ByteWriter;
+using plugin::common::crc32c;
+using plugin::common::ErrorCode;
+using plugin::common::fail;
+
+namespace {
+
+bool routed_char(char c) noexcept {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The CRC in the last 4 bytes of `msg` covers everything before it.
+bool crc_ok(std::span<const std::uint8_t> msg, std::uint32_t crc) noexcept {
+    return crc32c(msg.first(msg.size() - 4)) == crc;
+}
+
+Result<std::size_t> seal(ByteWriter& w, std::span<std::uint8_t> out, std::size_t size) noexcept {
+    w.u32(crc32c(out.first(size - 4)));
+    return w.finish();
+}
+
+}  // namespace
+
+bool set_routed(Header& h, std::string_view routed) noexcept {
+    if (routed.size() > kRoutedMax || !std::all_of(routed.begin(), routed.end(), routed_char))
+        return false;
+    std::fill(std::begin(h.routed), std::end(h.routed), '\0');
+    std::copy(routed.begin(), routed.end(), h.routed);
+    return true;
+}
+
+Result<std::size_t> encode_connect(const ProcName& me, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kConnectSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than CONNECT");
+    ByteWriter w(out.first(kConnectSize));
+    w.u32(kMagic);
+    w.u8(kVersion);
+    w.u8(0);
+    w.u16(0);
+    w.u32(me.jobid);
+    w.u32(me.vpid);
+    w.u32(0);
+    return seal(w, out, kConnectSize);
+}
+
+Result<std::size_t> encode_header(const Header& h, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kHeaderSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than a message header");
+    const std::string_view routed = h.routed_name();
+    if (routed.size() > kRoutedMax || !std::all_of(routed.begin(), routed.end(), routed_char))
+        return fail(ErrorCode::BadField, "routed module name");
+    ByteWriter w(out.first(kHeaderSize));
+    w.u8(kSync);
+    w.u8(kVersion);
+    w.u8(static_cast<std::uint8_t>(h.kind));
+    w.u8(static_cast<std::uint8_t>(routed.size()));
+    w.u32(h.origin.jobid);
+    w.u32(h.origin.vpid);
+    w.u32(h.dst.jobid);
+    w.u32(h.dst.vpid);
+    w.u32(h.tag);
+    w.u32(h.seq_num);
+    w.u32(h.nbytes);
+    for (std::size_t i = 0; i <= kRoutedMax; ++i)
+        w.u8(i < routed.size() ? static_cast<std::uint8_t>(routed[i]) : 0);
+    w.u32(0);
+    return seal(w, out, kHeaderSize);
+}
+
+Result<ProcName> decode_connect(std::span<const std::uint8_t> in) noexcept {
+    if (in.size() < kConnectSize)
+        return fail(ErrorCode::Truncated, "shorter than CONNECT");
+    in = in.first(kConnectSize);
+    ByteReader r(in);
+    const std::uint32_t magic = r.u32();
+    const std::uint8_t version = r.u8();
+    r.expect_zero(3);
+    ProcName from;
+    from.jobid = r.u32();
+    from.vpid = r.u32();
+    r.expect_zero(4);
+    const std::uint32_t crc = r.u32();
+    if (magic != kMagic)
+        return fail(ErrorCode::BadField, "not an oob drtcp CONNECT (magic)");
+    if (!crc_ok(in, crc))
+        return fail(ErrorCode::BadChecksum, "CONNECT checksum");
+    if (version != kVersion)
+        return fail(ErrorCode::BadVersion, "unsupported oob drtcp version");
+    if (!r.ok())
+        return fail(r.error());
+    return from;
+}
+
+Result<Header> decode_header(std::span<const std::uint8_t> in, std::uint32_t max_nbytes) noexcept {
+    if (in.size() < kHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than a message header");
+    in = in.first(kHeaderSize);
+    ByteReader r(in);
+    const std::uint8_t sync = r.u8();
+    const std::uint8_t version = r.u8();
+    const std::uint8_t kind = r.u8();
+    const std::uint8_t routed_len = r.u8();
+    Header h;
+    h.origin.jobid = r.u32();
+    h.origin.vpid = r.u32();
+    h.dst.jobid = r.u32();
+    h.dst.vpid = r.u32();
+    h.tag = r.u32();
+    h.seq_num = r.u32();
+    h.nbytes = r.u32();
+    const auto routed = r.bytes(kRoutedMax + 1);
+    r.expect_zero(4);
+    const std::uint32_t crc = r.u32();
+    if (!r.ok())
+        return fail(r.error());
+    if (sync != kSync)
+        return fail(ErrorCode::BadField, "bad sync byte");
+    if (!crc_ok(in, crc))
+        return fail(ErrorCode::BadChecksum, "message header checksum");
+    if (version != kVersion)
+        return fail(ErrorCode::BadVersion, "unsupported oob drtcp version");
+    if (kind != static_cast<std::uint8_t>(Kind::Message) &&
+        kind != static_cast<std::uint8_t>(Kind::Bye))
+        return fail(ErrorCode::BadType, "unknown message kind");
+    h.kind = static_cast<Kind>(kind);
+    if (routed_len > kRoutedMax)
+        return fail(ErrorCode::BadLength, "routed name too long");
+    for (std::size_t i = 0; i < routed.size(); ++i) {
+        const char c = static_cast<char>(routed[i]);
+        if (i < routed_len ? !routed_char(c) : c != '\0')
+            return fail(ErrorCode::BadField, "routed name characters or padding");
+    }
+    std::copy(routed.begin(), routed.begin() + routed_len, h.routed);
+    if (h.kind == Kind::Bye && (h.nbytes != 0 || routed_len != 0 || h.tag != 0 ||
+                                h.origin != ProcName{} || h.dst != ProcName{} || h.seq_num != 0))
+        return fail(ErrorCode::BadField, "BYE carries nothing");
+    if (h.nbytes > max_nbytes)
+        return fail(ErrorCode::BadLength, "message longer than oob_drtcp_max_msg_size");
+    return h;
+}
+
+}  // namespace oob::drtcp::core
