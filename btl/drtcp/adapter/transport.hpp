@@ -30,6 +30,20 @@
 
 namespace btl::drtcp::adapter {
 
+// The socket helpers live in plugin/common/net (shared with oob drtcp).
+using plugin::common::IpAddr;
+using plugin::common::Result;
+using plugin::common::net::apply_options;
+using plugin::common::net::connect_result;
+using plugin::common::net::from_sockaddr;
+using plugin::common::net::list_interfaces;
+using plugin::common::net::listen_on;
+using plugin::common::net::port_of;
+using plugin::common::net::SockAddr;
+using plugin::common::net::SocketOptions;
+using plugin::common::net::start_connect;
+using plugin::common::net::to_sockaddr;
+
 struct Conn;
 struct Endpoint;
 

@@ -1,6 +1,6 @@
-// btl drtcp socket helpers (POSIX; no Open MPI): the machine's interfaces,
-// socket addresses, a listener on a port range, non-blocking connects and
-// the per-connection socket options.
+// Socket helpers for the TCP components (POSIX; no Open MPI): the machine's
+// interfaces, socket addresses, a listener on a port range, non-blocking
+// connects and the per-connection socket options.
 #pragma once
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -8,16 +8,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "addr.hpp"
+#include "netaddr.hpp"
 #include "result.hpp"
 
-namespace btl::drtcp::adapter {
+namespace plugin::common::net {
 
-using core::IpAddr;
+using plugin::common::IpAddr;
+using plugin::common::LocalIf;
 using plugin::common::Result;
 
 // Every IPv4/IPv6 address of every interface that is up.
-std::vector<core::LocalIf> list_interfaces();
+std::vector<LocalIf> list_interfaces();
 
 struct SockAddr {
     sockaddr_storage ss{};
@@ -35,6 +36,12 @@ struct SocketOptions {
     int rcvbuf = 0;
     bool nodelay = true;
     unsigned user_timeout_ms = 0;  // 0: kernel default
+    // Keepalive probes on an idle connection (used when user_timeout_ms is
+    // 0): first after keepalive_idle_s, then every keepalive_intvl_s, the
+    // connection breaks after keepalive_probes unanswered. 0: off.
+    unsigned keepalive_idle_s = 0;
+    unsigned keepalive_intvl_s = 0;
+    unsigned keepalive_probes = 0;
 };
 
 // A non-blocking listening socket on the wildcard address of `family`
@@ -54,4 +61,4 @@ int connect_result(int fd) noexcept;
 // buffers, close-on-exec, keepalive and user timeout.
 void apply_options(int fd, const SocketOptions& opts) noexcept;
 
-}  // namespace btl::drtcp::adapter
+}  // namespace plugin::common::net

@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace btl::drtcp::adapter {
+namespace plugin::common::net {
 
 using plugin::common::ErrorCode;
 using plugin::common::fail;
@@ -46,8 +46,8 @@ void set_nonblocking(int fd) noexcept {
 
 }  // namespace
 
-std::vector<core::LocalIf> list_interfaces() {
-    std::vector<core::LocalIf> out;
+std::vector<LocalIf> list_interfaces() {
+    std::vector<LocalIf> out;
     ifaddrs* list = nullptr;
     if (::getifaddrs(&list) != 0)
         return out;
@@ -125,6 +125,11 @@ void apply_options(int fd, const SocketOptions& opts) noexcept {
         set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, idle);
         set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, std::max(1, idle / 2));
         set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
+    } else if (opts.keepalive_idle_s > 0) {
+        set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+        set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, static_cast<int>(opts.keepalive_idle_s));
+        set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, static_cast<int>(opts.keepalive_intvl_s));
+        set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, static_cast<int>(opts.keepalive_probes));
     }
 }
 
@@ -183,4 +188,4 @@ int connect_result(int fd) noexcept {
     return err;
 }
 
-}  // namespace btl::drtcp::adapter
+}  // namespace plugin::common::net
