@@ -1,0 +1,183 @@
+"""oob drtcp: the launcher's own messages (mpirun <-> orted daemons) over our
+component, selected with --mca oob drtcp.
+
+On one machine a daemon only exists for a "remote" host: `-host 127.0.0.2`
+counts as remote for ORTE, and a fake rsh agent starts its orted locally,
+which then connects back to mpirun over our component. With several such
+hosts and `routed_radix 1` the daemons form a chain, so messages between
+mpirun and the last daemon are relayed by the ones in between. (The MPI
+processes of such fake hosts share one machine; vader between "hosts" breaks
+stock runs too, so these jobs use self,tcp.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+OOB = {"oob": "drtcp", "oob_drtcp_verbose": 20}
+# A fake ssh: drops ssh-style options and the host, runs the command here,
+# with a session directory of its own per host (they share one hostname, and
+# ORTE's session directories are named after it: two daemons creating the
+# same one at once fail).
+FAKE_RSH = """#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -x|-X|-T|-t|-q|-n) shift;; -o|-p|-l) shift 2;; *) break;; esac; done
+host=$1; shift
+dir="${0%/*}/session-$host"; mkdir -p "$dir"
+OMPI_MCA_orte_tmpdir_base="$dir" exec /bin/sh -c "$*"
+"""
+
+
+@pytest.fixture(autouse=True)
+def _needs_oob_drtcp(components):
+    if not any(c.id == "oob/drtcp" for c in components):
+        pytest.skip("oob drtcp not built")
+
+
+@pytest.fixture
+def fake_hosts(tmp_path):
+    """mpirun arguments that start `n` local daemons as if on remote hosts."""
+    agent = tmp_path / "fakersh"
+    agent.write_text(FAKE_RSH)
+    agent.chmod(0o755)
+
+    def args(n: int, chain: bool = False) -> list[str]:
+        hosts = ",".join(f"127.0.0.{k + 2}" for k in range(n))
+        out = ["--mca", "plm_rsh_agent", str(agent), "-host", hosts]
+        return out + (["--mca", "routed_radix", "1"] if chain else [])
+    return args
+
+
+def stats(text: str) -> list[dict[str, int]]:
+    """The per-process counters every drtcp process prints at shutdown."""
+    keys = ("sent", "received", "relayed", "refused", "errors")
+    rx = (r"sent (\d+), received (\d+), relayed (\d+) messages; refused (\d+) connections, "
+          r"(\d+) protocol errors")
+    return [dict(zip(keys, map(int, m))) for m in re.findall(rx, text)]
+
+
+def expect(result, marker: str) -> None:
+    result.check()
+    assert marker in result.stdout, f"missing {marker!r}:\n{result}"
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("pml", ["ob1", "dr"])
+def test_single_host_job_selects_it(mpi, pml):
+    result = mpi.run("ring", np=4, mca={**OOB, "pml": pml, "oob_base_verbose": 10})
+    expect(result, "ring ok")
+    out = result.stdout + result.stderr
+    assert "mca:oob:select: Found 1 active transports" in out, result
+    assert "checking available component tcp" not in out, result
+    assert len(stats(out)) == 1, result  # mpirun only: MPI processes use no OOB
+
+
+@pytest.mark.mpi_timeout(120)
+def test_stock_run_does_not_use_it(mpi):
+    """Installed but not named, the component stays out of the way."""
+    result = mpi.run("ring", np=2, mca={"oob_base_verbose": 10})
+    expect(result, "ring ok")
+    out = result.stdout + result.stderr
+    assert "Skipping component [drtcp]" in out, result
+    assert not stats(out), result
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("pml", ["ob1", "dr"])
+def test_daemons_in_a_chain_relay_messages(mpi, fake_hosts, pml):
+    result = mpi.run("ring", np=6, mca={**OOB, "pml": pml, "btl": "self,tcp"},
+                     mpirun_args=fake_hosts(3, chain=True))
+    expect(result, "ring ok")
+    counters = stats(result.stdout + result.stderr)
+    assert len(counters) == 4, result  # mpirun and three daemons
+    assert sum(c["relayed"] for c in counters) > 0, result
+    assert all(c["errors"] == 0 and c["refused"] == 0 for c in counters), result
+
+
+@pytest.mark.mpi_timeout(180)
+def test_demo_through_fake_remote_daemons(mpi, fake_hosts):
+    result = mpi.run("demo", np=4, mca={**OOB, "pml": "dr", "btl": "self,tcp"},
+                     mpirun_args=fake_hosts(2))
+    expect(result, "demo ok")
+
+
+def _attack(port_lo: int, port_hi: int, stop: threading.Event, sent: list[int]) -> None:
+    """Garbage, a half CONNECT and a silent caller at every port in the range."""
+    junk = [b"GET / HTTP/1.1\r\n\r\n", os.urandom(200),
+            bytes.fromhex("44524f42") + bytes(30),  # our magic, then nonsense
+            b"\xd9" * 72]
+    while not stop.is_set():
+        for port in range(port_lo, port_hi + 1):
+            for payload in junk:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+                        s.sendall(payload)
+                        sent[0] += 1
+                except OSError:
+                    pass
+        time.sleep(0.05)
+
+
+@pytest.mark.mpi_timeout(180)
+def test_garbage_on_the_port_leaves_the_job_unharmed(mpi, fake_hosts):
+    base = 30000 + (os.getpid() % 2000) * 10
+    stop = threading.Event()
+    sent = [0]
+    t = threading.Thread(target=_attack, args=(base, base + 9, stop, sent), daemon=True)
+    t.start()
+    try:
+        result = mpi.run("demo", np=4, mca={**OOB, "oob_drtcp_static_ports": f"{base}-{base + 9}",
+                                            "pml": "ob1", "btl": "self,tcp"},
+                         mpirun_args=fake_hosts(2))
+    finally:
+        stop.set()
+        t.join()
+    expect(result, "demo ok")
+    counters = stats(result.stdout + result.stderr)
+    assert sent[0] > 0
+    assert sum(c["refused"] + c["errors"] for c in counters) > 0, result
+
+
+@pytest.mark.mpi_timeout(120)
+def test_killed_daemon_ends_the_job_with_an_error(mpi, fake_hosts, tmp_path):
+    killed: list[int] = []
+
+    def kill_daemon() -> None:
+        deadline = time.time() + 20
+        while time.time() < deadline and not killed:
+            time.sleep(0.5)
+            out = subprocess.run(["pgrep", "-f", "orted.*oob.*drtcp"], capture_output=True,
+                                 text=True).stdout.split()
+            for pid in map(int, out):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    t = threading.Thread(target=kill_daemon, daemon=True)
+    t.start()
+    start = time.time()
+    result = mpi.run("hang", np=2, mca={**OOB, "pml": "ob1", "btl": "self,tcp"},
+                     mpirun_args=fake_hosts(1), timeout=90)
+    t.join()
+    took = time.time() - start
+    subprocess.run(["pkill", "-9", "-f", str(mpi.programs.outdir / "hang")], check=False)
+    assert killed, "no orted found to kill"
+    assert not result.timed_out and result.rc != 0, result
+    assert took < 60, f"mpirun took {took:.0f} s to notice"
+
+
+@pytest.mark.mpi_timeout(60)
+def test_parameters_listed_with_help(mpi):
+    result = mpi.run_tool(["ompi_info", "--param", "oob", "drtcp", "--level", "9"])
+    result.check()
+    for name in ("if_include", "if_exclude", "static_ports", "max_msg_size", "connect_timeout",
+                 "connect_attempts", "retry_delay", "keepalive_time", "keepalive_intvl",
+                 "keepalive_probes", "verbose"):
+        assert f"oob_drtcp_{name}" in result.stdout, name

@@ -1,0 +1,420 @@
+// oob drtcp: listeners, connections and peers on the ORTE event base.
+// Socket events feed the core (stream decoder, peer state machine, send
+// queue) and carry out what it decides.
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+
+#include "oob.hpp"
+#include "route.hpp"
+#include "sockets.hpp"
+
+namespace oob::drtcp::mca {
+
+using plugin::common::ByteRange;
+using plugin::common::logf;
+using plugin::common::LogLevel;
+using plugin::common::monotonic_now;
+using plugin::common::SendQueue;
+namespace net = plugin::common::net;
+
+namespace {
+
+// Connections closed inside their own event callbacks are freed on the next
+// event (libevent must not see their events freed under it).
+std::vector<std::unique_ptr<Connection>> g_graveyard;
+
+void bury() {
+    g_graveyard.clear();
+}
+
+net::SocketOptions socket_options() {
+    const core::Config& c = state().config;
+    net::SocketOptions o;
+    o.nodelay = true;
+    o.keepalive_idle_s = c.keepalive_time_s;
+    o.keepalive_intvl_s = c.keepalive_intvl_s;
+    o.keepalive_probes = c.keepalive_probes;
+    return o;
+}
+
+void on_read(int fd, short, void* arg);
+void on_write(int fd, short, void* arg);
+
+void want_write(Connection& c) {
+    if (!c.writing) {
+        c.writing = true;
+        opal_event_add(&c.write_ev, nullptr);
+    }
+}
+
+Connection* new_connection(int fd, bool outgoing) {
+    State& s = state();
+    auto c = std::make_unique<Connection>(s.config.max_msg_bytes);
+    c->fd = fd;
+    c->outgoing = outgoing;
+    opal_event_set(orte_event_base, &c->read_ev, fd, OPAL_EV_READ | OPAL_EV_PERSIST, on_read,
+                   c.get());
+    opal_event_set_priority(&c->read_ev, ORTE_MSG_PRI);
+    opal_event_set(orte_event_base, &c->write_ev, fd, OPAL_EV_WRITE | OPAL_EV_PERSIST, on_write,
+                   c.get());
+    opal_event_set_priority(&c->write_ev, ORTE_MSG_PRI);
+    opal_event_add(&c->read_ev, nullptr);
+    Connection* raw = c.get();
+    s.conns.push_back(std::move(c));
+    return raw;
+}
+
+// Our CONNECT goes first on every connection we speak on.
+void queue_connect(Connection& c) {
+    (void)core::encode_connect(name_of(*ORTE_PROC_MY_NAME), c.connect);
+    SendQueue::Frame f;
+    f.pieces[0] = ByteRange{c.connect, core::kConnectSize};
+    f.count = 1;
+    f.cookie = nullptr;
+    (void)c.queue.push(f);
+    want_write(c);
+}
+
+void push_message(Connection& c, OutMsg* m) {
+    SendQueue::Frame f;
+    f.pieces[0] = ByteRange{m->header, core::kHeaderSize};
+    f.count = 1;
+    if (m->len > 0)
+        f.pieces[f.count++] = ByteRange{m->payload, m->len};
+    f.cookie = m;
+    (void)c.queue.push(f);
+    want_write(c);
+}
+
+void flush_waiting(Peer& p) {
+    while (!p.waiting.empty()) {
+        push_message(*p.conn, p.waiting.front());
+        p.waiting.pop_front();
+    }
+}
+
+// The frames a closing connection still had: none of them reached the peer
+// whole, so they wait for the next connection (in order, before newer ones).
+void requeue_unsent(Connection& c, Peer& p) {
+    std::vector<void*> left;
+    c.queue.drain(left);
+    for (auto it = left.rbegin(); it != left.rend(); ++it)
+        if (*it != nullptr)
+            p.waiting.push_front(static_cast<OutMsg*>(*it));
+}
+
+void start_connection(Peer& p);
+
+void act(Peer& p, core::PeerFsm::Action a) {
+    using A = core::PeerFsm::Action;
+    switch (a) {
+        case A::None:
+            break;
+        case A::Connect:
+            start_connection(p);
+            break;
+        case A::Flush:
+            flush_waiting(p);
+            mark_connected(p.name);
+            break;
+        case A::ReportLost:
+            report_lost(p.name);
+            if (!p.waiting.empty())
+                act(p, p.fsm.on_send(monotonic_now()));
+            break;
+        case A::ReportUnreachable:
+            report_unreachable(p);
+            break;
+    }
+    arm_timer();
+}
+
+// Closes `c` (after a protocol error, EOF, a refused CONNECT, a lost race
+// or a failed attempt) and tells its peer's state machine.
+void close_connection(Connection* c) {
+    State& s = state();
+    opal_event_del(&c->read_ev);
+    if (c->writing)
+        opal_event_del(&c->write_ev);
+    c->writing = false;
+    ::close(c->fd);
+    c->fd = -1;
+    Peer* p = c->peer;
+    auto it = std::find_if(s.conns.begin(), s.conns.end(),
+                           [c](const std::unique_ptr<Connection>& x) { return x.get() == c; });
+    if (it != s.conns.end()) {
+        g_graveyard.push_back(std::move(*it));
+        s.conns.erase(it);
+    }
+    if (p == nullptr || p->conn != c)
+        return;  // a connection its peer no longer uses
+    p->conn = nullptr;
+    requeue_unsent(*c, *p);
+    const core::PeerState st = p->fsm.state();
+    if (st == core::PeerState::Connected)
+        act(*p, p->fsm.on_connection_lost(false));
+    else
+        act(*p, p->fsm.on_attempt_failed(monotonic_now()));
+}
+
+void start_connection(Peer& p) {
+    State& s = state();
+    if (p.addrs.empty()) {
+        act(p, p.fsm.on_attempt_failed(monotonic_now()));
+        return;
+    }
+    const std::size_t i = (p.fsm.attempts() - 1) % p.addrs.size();
+    plugin::common::IpAddr any;
+    any.family = p.addrs[i].family;
+    auto fd = net::start_connect(any, net::to_sockaddr(p.addrs[i], p.ports[i]), socket_options());
+    if (!fd) {
+        act(p, p.fsm.on_attempt_failed(monotonic_now()));
+        return;
+    }
+    Connection* c = new_connection(*fd, true);
+    c->peer = &p;
+    p.conn = c;
+    queue_connect(*c);
+    logf(s.log, LogLevel::Debug, "connecting to %u.%u at %s:%u (attempt %u)", p.name.jobid,
+         p.name.vpid, p.addrs[i].str().c_str(), p.ports[i], p.fsm.attempts());
+}
+
+// What the decoder of one connection finds.
+class Sink final : public core::StreamSink {
+  public:
+    explicit Sink(Connection& c) : c_(c) {}
+    bool on_connect(const ProcName& from) override {
+        State& s = state();
+        if (c_.outgoing) {
+            // The process we dialed, or nobody.
+            if (c_.peer == nullptr || !(from == c_.peer->name))
+                return refuse(from, "not the process we dialed");
+            act(*c_.peer, c_.peer->fsm.on_outgoing_connect());
+            return true;
+        }
+        // Only the daemons of our own job connect to us.
+        if (from.jobid != ORTE_PROC_MY_NAME->jobid || !core::is_real(from) ||
+            from == name_of(*ORTE_PROC_MY_NAME))
+            return refuse(from, "not a daemon of this job");
+        Peer& p = peer_for(from);
+        if (p.fsm.on_incoming_connect() == core::PeerFsm::Incoming::Refuse)
+            return refuse(from, "our own connection to it wins");
+        if (p.conn != nullptr && p.conn != &c_) {
+            Connection* old = p.conn;
+            old->peer = nullptr;  // closes quietly
+            requeue_unsent(*old, p);
+            close_connection(old);
+        }
+        p.conn = &c_;
+        c_.peer = &p;
+        queue_connect(c_);
+        flush_waiting(p);
+        mark_connected(p.name);
+        arm_timer();
+        (void)s;
+        return true;
+    }
+    void on_message(const core::Header& h, std::span<const std::uint8_t> payload) override {
+        deliver(h, payload);
+    }
+
+  private:
+    bool refuse(const ProcName& from, const char* why) {
+        ++state().counters.refused;
+        logf(state().log, LogLevel::Warn, "refused a connection from %u.%u: %s", from.jobid,
+             from.vpid, why);
+        return false;
+    }
+    Connection& c_;
+};
+
+void on_read(int, short, void* arg) {
+    bury();
+    auto* c = static_cast<Connection*>(arg);
+    State& s = state();
+    std::array<std::uint8_t, 64 * 1024> buf;
+    for (;;) {
+        const ssize_t n = ::read(c->fd, buf.data(), buf.size());
+        if (n > 0) {
+            Sink sink(*c);
+            auto r = c->decoder.feed(std::span(buf.data(), static_cast<std::size_t>(n)), sink);
+            if (!r) {
+                if (c->decoder.phase() == core::StreamDecoder::Phase::Failed &&
+                    r.error().code != plugin::common::ErrorCode::UnknownPeer)
+                    ++s.counters.decode_errors;
+                logf(s.log, LogLevel::Warn, "closed a connection: %.*s",
+                     static_cast<int>(r.error().message.size()), r.error().message.data());
+                close_connection(c);
+                return;
+            }
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0 && errno == EINTR)
+            continue;
+        close_connection(c);  // EOF or error
+        return;
+    }
+}
+
+void on_write(int, short, void* arg) {
+    bury();
+    auto* c = static_cast<Connection*>(arg);
+    if (c->outgoing && !c->tcp_up) {
+        if (net::connect_result(c->fd) != 0) {
+            close_connection(c);
+            return;
+        }
+        c->tcp_up = true;
+        if (c->peer != nullptr)
+            c->peer->fsm.on_tcp_connected();
+    }
+    std::array<ByteRange, 16> ranges;
+    std::vector<void*> done;
+    while (!c->queue.empty()) {
+        const std::size_t n = c->queue.gather(ranges);
+        std::array<iovec, 16> iov;
+        for (std::size_t i = 0; i < n; ++i)
+            iov[i] = iovec{const_cast<std::uint8_t*>(ranges[i].base), ranges[i].len};
+        const ssize_t w = ::writev(c->fd, iov.data(), static_cast<int>(n));
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            if (errno == EINTR)
+                continue;
+            close_connection(c);
+            return;
+        }
+        c->queue.advance(static_cast<std::size_t>(w), done);
+    }
+    for (void* m : done)
+        if (m != nullptr)
+            finish(static_cast<OutMsg*>(m), true);
+    if (c->queue.empty() && c->writing) {
+        c->writing = false;
+        opal_event_del(&c->write_ev);
+    }
+}
+
+void on_accept(int fd, short, void*) {
+    bury();
+    for (;;) {
+        const int nfd = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (nfd < 0)
+            return;  // EAGAIN, or an error the next event reports again
+        net::apply_options(nfd, socket_options());
+        (void)new_connection(nfd, false);
+    }
+}
+
+void on_timer(plugin::common::Micros now) {
+    bury();
+    State& s = state();
+    for (auto& [key, p] : s.peers) {
+        if (now < p->fsm.deadline())
+            continue;
+        const core::PeerState before = p->fsm.state();
+        const core::PeerFsm::Action a = p->fsm.on_timer(now, !p->waiting.empty());
+        // An attempt that timed out: its socket goes (the machine already counted it).
+        if ((before == core::PeerState::Connecting || before == core::PeerState::ConnectAck) &&
+            p->conn != nullptr) {
+            Connection* c = p->conn;
+            c->peer = nullptr;
+            p->conn = nullptr;
+            requeue_unsent(*c, *p);
+            close_connection(c);
+        }
+        act(*p, a);
+    }
+    arm_timer();
+}
+
+}  // namespace
+
+void arm_timer() noexcept {
+    State& s = state();
+    plugin::common::Micros d = plugin::common::kNever;
+    for (const auto& [key, p] : s.peers)
+        d = std::min(d, p->fsm.deadline());
+    s.timer.arm(d, monotonic_now());
+}
+
+Peer& peer_for(const ProcName& name) {
+    State& s = state();
+    auto& slot = s.peers[key_of(name)];
+    if (!slot)
+        slot = std::make_unique<Peer>(name, s.config.retry, s.log, name_of(*ORTE_PROC_MY_NAME));
+    return *slot;
+}
+
+void enqueue(Peer& p, OutMsg* m) {
+    if (p.fsm.connected() && p.conn != nullptr) {
+        push_message(*p.conn, m);
+        return;
+    }
+    p.waiting.push_back(m);
+    act(p, p.fsm.on_send(monotonic_now()));
+}
+
+int open_listeners() noexcept {
+    State& s = state();
+    s.timer.init(on_timer, orte_event_base);
+    for (const std::uint8_t family : {std::uint8_t{4}, std::uint8_t{6}}) {
+        if (std::none_of(s.ifs.begin(), s.ifs.end(),
+                         [&](const plugin::common::LocalIf& i) { return i.addr.family == family; }))
+            continue;
+        Listener l;
+        l.family = family;
+        const auto range = static_cast<std::uint16_t>(
+            s.config.port_min == 0 ? 0 : s.config.port_max - s.config.port_min + 1);
+        auto fd = net::listen_on(family, s.config.port_min, range, socket_options(), &l.port);
+        if (!fd) {
+            logf(s.log, LogLevel::Warn, "no IPv%u listener: %.*s", family,
+                 static_cast<int>(fd.error().message.size()), fd.error().message.data());
+            continue;
+        }
+        l.fd = *fd;
+        s.listeners.push_back(l);
+    }
+    for (Listener& l : s.listeners) {
+        opal_event_set(orte_event_base, &l.ev, l.fd, OPAL_EV_READ | OPAL_EV_PERSIST, on_accept,
+                       nullptr);
+        opal_event_add(&l.ev, nullptr);
+    }
+    return s.listeners.empty() ? ORTE_ERR_NOT_AVAILABLE : ORTE_SUCCESS;
+}
+
+void close_all() noexcept {
+    State& s = state();
+    for (Listener& l : s.listeners) {
+        opal_event_del(&l.ev);
+        ::close(l.fd);
+    }
+    s.listeners.clear();
+    for (auto& c : s.conns) {
+        opal_event_del(&c->read_ev);
+        if (c->writing)
+            opal_event_del(&c->write_ev);
+        ::close(c->fd);
+        std::vector<void*> left;
+        c->queue.drain(left);
+        for (void* m : left)
+            if (m != nullptr)
+                discard(static_cast<OutMsg*>(m));
+    }
+    s.conns.clear();
+    for (auto& [key, p] : s.peers)
+        for (OutMsg* m : p->waiting)
+            discard(m);
+    s.peers.clear();
+    s.timer.shutdown();
+    bury();
+}
+
+}  // namespace oob::drtcp::mca
