@@ -397,6 +397,26 @@ def test_8_ranks_4_hosts_over_drtcp_both_rails(cluster, mpi, pml):
     assert "module on raila 10.71.0." in text and "module on railb 10.72.0." in text, result
 
 
+OOB_DRTCP_RAIL_A = {"oob": "drtcp", "oob_drtcp_if_include": RAIL_A, "oob_drtcp_verbose": 20,
+                    **OOB_RAIL_A}
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["self,tcp", "self,drtcp"])
+def test_runtime_over_oob_drtcp_across_hosts(cluster, mpi, btl):
+    """mpirun and the daemons of 4 hosts talk over oob drtcp (rail A): the
+    launch, the modex, I/O forwarding and the teardown all go through it."""
+    mca = {"pml": "dr", "btl": btl, "btl_tcp_if_include": BOTH_RAILS,
+           "btl_drtcp_if_include": BOTH_RAILS, **OOB_DRTCP_RAIL_A}
+    result = cluster.run(mpi, "rail_transfer", np=8, args=[20, 1 << 20], mca=mca)
+    result.check()
+    assert "RAIL_TRANSFER OK np=8 rounds=20" in result.stdout, result
+    text = result.stdout + result.stderr
+    counters = re.findall(r"\[oob:drtcp\] sent (\d+), received (\d+)", text)
+    assert len(counters) == HOSTS, result  # mpirun and three daemons
+    assert all(int(s) > 0 and int(r) > 0 for s, r in counters), result
+
+
 @pytest.mark.mpi_timeout(90)
 def test_drtcp_across_hosts_over_ipv6_rails(cluster, mpi):
     """The same across hosts on the rails' IPv6 addresses (fd71::/64, fd72::/64)."""

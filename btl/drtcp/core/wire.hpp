@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <span>
 
+#include "proc_name.hpp"
 #include "result.hpp"
 
 namespace btl::drtcp::core {
@@ -59,11 +60,7 @@ inline constexpr std::uint16_t kFrameFlagPut = 0x0002;
 inline constexpr std::size_t kPutHeaderSize = 16;
 inline constexpr std::uint32_t kMaxPutBytes = 1u << 30;
 
-struct ProcName {
-    std::uint32_t jobid = 0;
-    std::uint32_t vpid = 0;
-    friend bool operator==(const ProcName&, const ProcName&) = default;
-};
+using plugin::common::ProcName;
 
 struct Hello {
     ProcName from;

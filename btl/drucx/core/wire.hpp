@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "proc_name.hpp"
 #include "result.hpp"
 #include "wire_io.hpp"
 
@@ -105,11 +106,7 @@ inline Result<AmHeader> decode_am_header(std::span<const std::uint8_t> message) 
     }
 }
 
-struct ProcName {
-    std::uint32_t jobid = 0;
-    std::uint32_t vpid = 0;
-    friend bool operator==(const ProcName&, const ProcName&) = default;
-};
+using plugin::common::ProcName;
 std::array<std::uint8_t, kByeSize> encode_bye(ProcName sender) noexcept;
 // The sender named by a message decode_am_header() accepted as a BYE.
 Result<ProcName> decode_bye(std::span<const std::uint8_t> message) noexcept;

@@ -44,6 +44,7 @@
 #include <span>
 #include <string_view>
 
+#include "proc_name.hpp"
 #include "result.hpp"
 
 namespace oob::drtcp::core {
@@ -57,12 +58,7 @@ inline constexpr std::uint8_t kSync = 0xD9;
 inline constexpr std::size_t kHeaderSize = 72;
 inline constexpr std::size_t kRoutedMax = 31;  // characters of a routed module name
 
-struct ProcName {
-    std::uint32_t jobid = 0;
-    std::uint32_t vpid = 0;
-    friend bool operator==(const ProcName&, const ProcName&) = default;
-    friend auto operator<=>(const ProcName&, const ProcName&) = default;
-};
+using plugin::common::ProcName;
 
 enum class Kind : std::uint8_t { Message = 1, Bye = 2 };
 

@@ -16,15 +16,12 @@
 #include "config.hpp"
 #include "log.hpp"
 #include "matching.hpp"
+#include "proc_name.hpp"
 #include "wire.hpp"
 
 namespace pml::dr::core {
 
-struct PeerName {
-    std::uint32_t jobid = 0;
-    std::uint32_t vpid = 0;
-    friend bool operator==(const PeerName&, const PeerName&) = default;
-};
+using PeerName = plugin::common::ProcName;
 
 class EngineSink : public MatchSink {
   public:
