@@ -103,9 +103,9 @@ void flush_waiting(Peer& p) {
 void requeue_unsent(Connection& c, Peer& p) {
     std::vector<void*> left;
     c.queue.drain(left);
-    for (auto it = left.rbegin(); it != left.rend(); ++it)
-        if (*it != nullptr)
-            p.waiting.push_front(static_cast<OutMsg*>(*it));
+    for (std::size_t i = left.size(); i-- > 0;)
+        if (left[i] != nullptr)
+            p.waiting.push_front(static_cast<OutMsg*>(left[i]));
 }
 
 void start_connection(Peer& p);

@@ -11,6 +11,7 @@ struct ProcName {
     std::uint32_t jobid = 0;
     std::uint32_t vpid = 0;
     friend bool operator==(const ProcName&, const ProcName&) = default;
+    // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
     friend auto operator<=>(const ProcName&, const ProcName&) = default;
 };
 
