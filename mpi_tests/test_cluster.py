@@ -417,6 +417,18 @@ def test_runtime_over_oob_drtcp_across_hosts(cluster, mpi, btl):
     assert all(int(s) > 0 and int(r) > 0 for s, r in counters), result
 
 
+@pytest.mark.mpi_timeout(120)
+def test_runtime_over_oob_drtcp_on_ipv6(cluster, mpi):
+    """The daemons reach mpirun over rail A's IPv6 addresses (fd71::/64)."""
+    mca = {"pml": "ob1", "btl": "self,tcp", "btl_tcp_if_include": RAIL_A, **OOB_DRTCP_RAIL_A,
+           "oob_drtcp_if_include": "fd71::/64", "oob_drtcp_verbose": 50}
+    result = cluster.run(mpi, "ring", np=8, mca=mca)
+    result.check()
+    assert "ring ok" in result.stdout, result
+    text = result.stdout + result.stderr
+    assert re.search(r"\[oob:drtcp\] connecting to \S+ at fd71::1:\d+", text), result
+
+
 @pytest.mark.mpi_timeout(90)
 def test_drtcp_across_hosts_over_ipv6_rails(cluster, mpi):
     """The same across hosts on the rails' IPv6 addresses (fd71::/64, fd72::/64)."""
