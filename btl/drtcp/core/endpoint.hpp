@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "connect_policy.hpp"
 #include "log.hpp"
 #include "time.hpp"
 #include "wire.hpp"
@@ -45,16 +46,8 @@ enum class EpState : std::uint8_t {
 std::string_view to_string(EpState s) noexcept;
 bool transition_allowed(EpState from, EpState to) noexcept;
 
-struct ConnectPolicy {
-    Micros connect_timeout = 10 * plugin::common::kSeconds;  // per attempt, until HELLO
-    Micros retry_delay = 100 * plugin::common::kMillis;      // × attempt (linear)
-    unsigned attempts = 10;                                  // before Failed
-};
-
-// Wait before attempt `attempt` (1-based) is retried: linear back-off.
-constexpr Micros retry_backoff(const ConnectPolicy& p, unsigned attempt) noexcept {
-    return p.retry_delay * static_cast<Micros>(attempt == 0 ? 1 : attempt);
-}
+using plugin::common::ConnectPolicy;
+using plugin::common::retry_backoff;
 
 class EndpointFsm {
   public:

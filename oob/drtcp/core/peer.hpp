@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "connect_policy.hpp"
 #include "log.hpp"
 #include "time.hpp"
 #include "wire.hpp"
@@ -40,15 +41,8 @@ enum class PeerState : std::uint8_t {
 std::string_view to_string(PeerState s) noexcept;
 bool transition_allowed(PeerState from, PeerState to) noexcept;
 
-struct RetryPolicy {
-    Micros connect_timeout = 10 * plugin::common::kSeconds;  // per attempt, until CONNECT
-    Micros retry_delay = 100 * plugin::common::kMillis;      // × attempt (linear)
-    unsigned attempts = 10;                                  // in a row, before Failed
-};
-
-constexpr Micros retry_backoff(const RetryPolicy& p, unsigned attempt) noexcept {
-    return p.retry_delay * static_cast<Micros>(attempt == 0 ? 1 : attempt);
-}
+using RetryPolicy = plugin::common::ConnectPolicy;
+using plugin::common::retry_backoff;
 
 class PeerFsm {
   public:

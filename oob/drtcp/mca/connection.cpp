@@ -189,7 +189,6 @@ class Sink final : public core::StreamSink {
   public:
     explicit Sink(Connection& c) : c_(c) {}
     bool on_connect(const ProcName& from) override {
-        State& s = state();
         if (c_.outgoing) {
             // The process we dialed, or nobody.
             if (c_.peer == nullptr || !(from == c_.peer->name))
@@ -216,7 +215,6 @@ class Sink final : public core::StreamSink {
         flush_waiting(p);
         mark_connected(p.name);
         arm_timer();
-        (void)s;
         return true;
     }
     void on_message(const core::Header& h, std::span<const std::uint8_t> payload) override {
