@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +30,26 @@ const TlResource* find(const std::vector<TlResource>& all, const char* tl) {
     return it == all.end() ? nullptr : &*it;
 }
 
+// Two interfaces of one transport in this process, each with its recorder
+// (heap-held: the interfaces keep pointers to them). nullptr when the
+// transport is not offered here; a or b empty when opening failed.
+struct Pair {
+    Rec ra, rb;
+    std::unique_ptr<Iface> a, b;
+};
+std::unique_ptr<Pair> open_pair(const char* tl) {
+    const auto all = list_resources();
+    const TlResource* res = find(all, tl);
+    if (res == nullptr)
+        return nullptr;
+    auto p = std::make_unique<Pair>();
+    if (auto a = Iface::open(*res, p->ra))
+        p->a = std::move(*a);
+    if (auto b = Iface::open(*res, p->rb))
+        p->b = std::move(*b);
+    return p;
+}
+
 TEST(DrucxUct, ListsTheSharedMemoryTransports) {
     const auto all = list_resources();
     ASSERT_FALSE(all.empty()) << "UCX offers no transport at all";
@@ -45,16 +66,14 @@ TEST(DrucxUct, RuntimeVersionIsTheOneBuiltAgainst) {
 class DrucxUctAm : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(DrucxUctAm, MessagesArriveWholeBothWays) {
-    const auto all = list_resources();
-    const TlResource* res = find(all, GetParam());
-    if (res == nullptr)
+    auto pair = open_pair(GetParam());
+    if (!pair)
         GTEST_SKIP() << GetParam() << " not offered here";
-    Rec ra, rb;
-    auto a = Iface::open(*res, ra);
-    auto b = Iface::open(*res, rb);
-    ASSERT_TRUE(a.has_value() && b.has_value());
-    Iface& ia = **a;
-    Iface& ib = **b;
+    ASSERT_TRUE(pair->a && pair->b);
+    Rec& ra = pair->ra;
+    Rec& rb = pair->rb;
+    Iface& ia = *pair->a;
+    Iface& ib = *pair->b;
     ASSERT_TRUE(ia.caps().connect_to_iface);
     ASSERT_GT(ia.caps().am_bcopy, 16u);
     auto ab = ia.connect(ib.address(), nullptr);
@@ -106,16 +125,13 @@ TEST_P(DrucxUctAm, MessagesArriveWholeBothWays) {
 INSTANTIATE_TEST_SUITE_P(Transports, DrucxUctAm, ::testing::Values("posix", "sysv", "tcp"));
 
 TEST(DrucxUct, TcpZcopyMessagesArriveWholeAndCompleteOnce) {
-    const auto all = list_resources();
-    const TlResource* res = find(all, "tcp");
-    if (res == nullptr)
+    auto pair = open_pair("tcp");
+    if (!pair)
         GTEST_SKIP() << "tcp not offered here";
-    Rec ra, rb;
-    auto a = Iface::open(*res, ra);
-    auto b = Iface::open(*res, rb);
-    ASSERT_TRUE(a.has_value() && b.has_value());
-    Iface& ia = **a;
-    Iface& ib = **b;
+    ASSERT_TRUE(pair->a && pair->b);
+    Rec& rb = pair->rb;
+    Iface& ia = *pair->a;
+    Iface& ib = *pair->b;
     ASSERT_GT(ia.caps().am_zcopy, ia.caps().am_bcopy);
     auto ab = ia.connect(ib.address(), nullptr);
     ASSERT_TRUE(ab.has_value());
@@ -171,28 +187,24 @@ TEST(DrucxUct, TcpZcopyMessagesArriveWholeAndCompleteOnce) {
 }
 
 TEST(DrucxUct, CmaGetAndPutCopyRegisteredMemoryInOnePass) {
-    const auto all = list_resources();
-    const TlResource* res = find(all, "cma");
-    if (res == nullptr)
+    auto pair = open_pair("cma");
+    if (!pair)
         GTEST_SKIP() << "cma not offered here";
-    Rec ra, rb;
-    auto a = Iface::open(*res, ra);
-    auto b = Iface::open(*res, rb);
-    ASSERT_TRUE(a.has_value() && b.has_value());
-    Iface& ia = **a;
+    ASSERT_TRUE(pair->a && pair->b);
+    Iface& ia = *pair->a;
     ASSERT_TRUE(ia.caps().get_zcopy);
-    auto ab = ia.connect((*b)->address(), nullptr);
+    auto ab = ia.connect(pair->b->address(), nullptr);
     ASSERT_TRUE(ab.has_value());
     constexpr std::size_t kLen = 3 << 20;
     std::vector<std::uint8_t> src(kLen), dst(kLen, 0);
     std::mt19937_64 rng(5);
     for (auto& x : src)
         x = static_cast<std::uint8_t>(rng());
-    auto src_h = (*b)->register_memory(src.data(), kLen);  // the peer's memory
+    auto src_h = pair->b->register_memory(src.data(), kLen);  // the peer's memory
     auto dst_h = ia.register_memory(dst.data(), kLen);
     ASSERT_TRUE(src_h.has_value() && dst_h.has_value());
     std::vector<std::uint8_t> rkey(ia.caps().rkey_size + 1);
-    ASSERT_TRUE((*b)->pack_rkey(*src_h, rkey));
+    ASSERT_TRUE(pair->b->pack_rkey(*src_h, rkey));
     int done = 0;
     bool ok = false;
     const auto on_done = [](void* arg, bool good) {
@@ -212,7 +224,7 @@ TEST(DrucxUct, CmaGetAndPutCopyRegisteredMemoryInOnePass) {
         EXPECT_TRUE(ok);
     }
     EXPECT_EQ(dst, src);
-    (*b)->deregister_memory(*src_h);
+    pair->b->deregister_memory(*src_h);
     ia.deregister_memory(*dst_h);
 }
 
