@@ -136,14 +136,19 @@ void act(Peer& p, core::PeerFsm::Action a) {
 
 // Closes `c` (after a protocol error, EOF, a refused CONNECT, a lost race
 // or a failed attempt) and tells its peer's state machine.
+// Stops a connection's events and closes its socket.
+void shut(Connection& c) {
+    opal_event_del(&c.read_ev);
+    if (c.writing)
+        opal_event_del(&c.write_ev);
+    c.writing = false;
+    ::close(c.fd);
+    c.fd = -1;
+}
+
 void close_connection(Connection* c) {
     State& s = state();
-    opal_event_del(&c->read_ev);
-    if (c->writing)
-        opal_event_del(&c->write_ev);
-    c->writing = false;
-    ::close(c->fd);
-    c->fd = -1;
+    shut(*c);
     Peer* p = c->peer;
     auto it = std::find_if(s.conns.begin(), s.conns.end(),
                            [c](const std::unique_ptr<Connection>& x) { return x.get() == c; });
@@ -396,10 +401,7 @@ void close_all() noexcept {
     }
     s.listeners.clear();
     for (auto& c : s.conns) {
-        opal_event_del(&c->read_ev);
-        if (c->writing)
-            opal_event_del(&c->write_ev);
-        ::close(c->fd);
+        shut(*c);
         std::vector<void*> left;
         c->queue.drain(left);
         for (void* m : left)

@@ -104,10 +104,20 @@ void deliver(const core::Header& h, std::span<const std::uint8_t> payload) noexc
     ORTE_OOB_SEND(snd);
 }
 
+namespace {
+
+// The OOB base's key for a peer: the name's 8 bytes as they lie in memory.
+std::uint64_t base_key(const orte_process_name_t& name) noexcept {
+    std::uint64_t key = 0;
+    std::memcpy(&key, &name, sizeof key);
+    return key;
+}
+
+}  // namespace
+
 void mark_connected(const ProcName& peer) noexcept {
     orte_process_name_t name = orte_name(peer);
-    std::uint64_t ui64 = 0;  // the base's key: the name's 8 bytes
-    std::memcpy(&ui64, &name, sizeof ui64);
+    const std::uint64_t ui64 = base_key(name);
     orte_oob_base_peer_t* bpr = nullptr;
     if (opal_hash_table_get_value_uint64(&orte_oob_base.peers, ui64,
                                          reinterpret_cast<void**>(&bpr)) != OPAL_SUCCESS ||
@@ -122,8 +132,7 @@ void mark_connected(const ProcName& peer) noexcept {
 
 void report_lost(const ProcName& peer) noexcept {
     orte_process_name_t name = orte_name(peer);
-    std::uint64_t ui64 = 0;
-    std::memcpy(&ui64, &name, sizeof ui64);
+    const std::uint64_t ui64 = base_key(name);
     orte_oob_base_peer_t* bpr = nullptr;
     if (opal_hash_table_get_value_uint64(&orte_oob_base.peers, ui64,
                                          reinterpret_cast<void**>(&bpr)) == OPAL_SUCCESS &&
