@@ -7,6 +7,8 @@ Fixtures
     programs     ProgramCache: mpicc-compiled mpi_tests/programs/*.c
     mpi          MpiRunner with our components on the component path
     stock_mpi    MpiRunner that never adds our components
+    fake_hosts   fake_hosts(n, chain=False) -> mpirun arguments that start n
+                 local ORTE daemons as if on remote hosts (harness.FAKE_RSH)
 
 Marker
     @pytest.mark.mpi_timeout(seconds)  hard timeout per mpirun in the test
@@ -154,3 +156,13 @@ def mpi(request, ompi, components, programs) -> harness.MpiRunner:
 @pytest.fixture
 def stock_mpi(request, ompi, programs) -> harness.MpiRunner:
     return _runner(request, ompi, [], programs)
+
+
+@pytest.fixture
+def fake_hosts(tmp_path):
+    """mpirun arguments that start `n` local daemons as if on remote hosts."""
+    agent = harness.write_fake_rsh(tmp_path)
+
+    def args(n: int, chain: bool = False) -> list[str]:
+        return harness.fake_host_args(agent, n, chain)
+    return args

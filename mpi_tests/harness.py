@@ -426,6 +426,39 @@ class MpiRunner:
         return result
 
 
+# --------------------------------------------------------- fake remote hosts
+
+# A fake ssh: drops ssh-style options and the host, runs the command here,
+# with a session directory of its own per host (they share one hostname, and
+# ORTE's session directories are named after it: two daemons creating the
+# same one at once fail).
+FAKE_RSH = """#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -x|-X|-T|-t|-q|-n) shift;; -o|-p|-l) shift 2;; *) break;; esac; done
+host=$1; shift
+dir="${0%/*}/session-$host"; mkdir -p "$dir"
+OMPI_MCA_orte_tmpdir_base="$dir" exec /bin/sh -c "$*"
+"""
+
+
+def write_fake_rsh(directory: Path | str) -> Path:
+    """Writes the FAKE_RSH launch agent into directory; returns its path."""
+    agent = Path(directory) / "fakersh"
+    agent.write_text(FAKE_RSH)
+    agent.chmod(0o755)
+    return agent
+
+
+def fake_host_args(agent: Path | str, n: int, chain: bool = False) -> list[str]:
+    """mpirun arguments that start `n` ORTE daemons on this machine as if on
+    the remote hosts 127.0.0.2 .. 127.0.0.(n+1), through the launch agent
+    `agent` (write_fake_rsh). With chain, `routed_radix 1` makes the daemons
+    relay for each other. Their MPI processes share this machine: vader
+    between "hosts" breaks stock runs too, so such jobs use self,tcp."""
+    hosts = ",".join(f"127.0.0.{k + 2}" for k in range(n))
+    out = ["--mca", "plm_rsh_agent", str(agent), "-host", hosts]
+    return out + (["--mca", "routed_radix", "1"] if chain else [])
+
+
 # ------------------------------------------------------------ output analysis
 
 _SELECTION_PATTERNS = {

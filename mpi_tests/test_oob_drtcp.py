@@ -2,8 +2,9 @@
 component, selected with --mca oob drtcp.
 
 On one machine a daemon only exists for a "remote" host: `-host 127.0.0.2`
-counts as remote for ORTE, and a fake rsh agent starts its orted locally,
-which then connects back to mpirun over our component. With several such
+counts as remote for ORTE, and a fake rsh agent (the `fake_hosts` fixture in
+conftest.py) starts its orted locally, which then connects back to mpirun
+over our component. With several such
 hosts and `routed_radix 1` the daemons form a chain, so messages between
 mpirun and the last daemon are relayed by the ones in between. (The MPI
 processes of such fake hosts share one machine; vader between "hosts" breaks
@@ -24,36 +25,12 @@ from pathlib import Path
 import pytest
 
 OOB = {"oob": "drtcp", "oob_drtcp_verbose": 20}
-# A fake ssh: drops ssh-style options and the host, runs the command here,
-# with a session directory of its own per host (they share one hostname, and
-# ORTE's session directories are named after it: two daemons creating the
-# same one at once fail).
-FAKE_RSH = """#!/bin/sh
-while [ $# -gt 0 ]; do case "$1" in -x|-X|-T|-t|-q|-n) shift;; -o|-p|-l) shift 2;; *) break;; esac; done
-host=$1; shift
-dir="${0%/*}/session-$host"; mkdir -p "$dir"
-OMPI_MCA_orte_tmpdir_base="$dir" exec /bin/sh -c "$*"
-"""
 
 
 @pytest.fixture(autouse=True)
 def _needs_oob_drtcp(components):
     if not any(c.id == "oob/drtcp" for c in components):
         pytest.skip("oob drtcp not built")
-
-
-@pytest.fixture
-def fake_hosts(tmp_path):
-    """mpirun arguments that start `n` local daemons as if on remote hosts."""
-    agent = tmp_path / "fakersh"
-    agent.write_text(FAKE_RSH)
-    agent.chmod(0o755)
-
-    def args(n: int, chain: bool = False) -> list[str]:
-        hosts = ",".join(f"127.0.0.{k + 2}" for k in range(n))
-        out = ["--mca", "plm_rsh_agent", str(agent), "-host", hosts]
-        return out + (["--mca", "routed_radix", "1"] if chain else [])
-    return args
 
 
 def stats(text: str) -> list[dict[str, int]]:

@@ -1,0 +1,197 @@
+"""pmix dr: the launcher's PMIx server (mpirun, orted) and client (every MPI
+process) replaced by our component, selected with --mca pmix dr.
+
+Every job runs twice through the `pmix` fixture: "stock" (the component
+installed but not named, so ext3x serves it) proves the program and the
+expectation right; "dr" runs the same job on our component and is skipped
+while mca_pmix_dr.so is not built. What each job needs from PMIx:
+
+    hello           the start-up exchange (put/commit/fence), a barrier
+    ring            BTL contact keys: vader LOCAL, tcp GLOBAL
+    dmodex          no fence at start-up: every key fetched on demand
+                    (pmix_base_async_modex 1, pmix_base_collect_data 0)
+    abort           MPI_Abort -> exit code 3, the blocked ranks killed
+    killed rank     a rank dying of SIGKILL ends the job, no hang
+    spawn           spawn, connect of two jobs, CID agreement, disconnect
+    connect_accept  publish/lookup/unpublish and connect/accept in one job
+    fake hosts      several daemons: fences across them, remote dmodex
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import harness
+
+VERBOSE = {"pmix_base_verbose": 10}
+DMODEX = {"pmix_base_async_modex": 1, "pmix_base_collect_data": 0}
+MULTI_HOST_BTL = {"btl": "self,tcp"}
+
+
+def needs(components, *ids: str) -> None:
+    missing = [i for i in ids if not any(c.id == i for c in components)]
+    if missing:
+        pytest.skip(f"not built: {', '.join(missing)}")
+
+
+@pytest.fixture(params=["", "dr"], ids=["stock", "dr"])
+def pmix(request, components) -> dict[str, str]:
+    """MCA settings naming the pmix component under test ({} = stock ext3x)."""
+    if request.param:
+        needs(components, f"pmix/{request.param}")
+        return {"pmix": request.param}
+    return {}
+
+
+def expect(result, marker: str) -> None:
+    result.check()
+    assert marker in result.stdout, f"missing {marker!r}:\n{result}"
+
+
+def pmix_selections(result) -> dict[str, int]:
+    """How many processes (mpirun, daemons, ranks) selected each pmix component."""
+    counts = harness.selections(result.stdout + result.stderr)["pmix"]
+    return {name: n for (name,), n in counts.items()}
+
+
+def hello_lines(result) -> list[str]:
+    return re.findall(r"^hello from rank \d+ of \d+ on \S+$", result.stdout, re.M)
+
+
+# ----------------------------------------------------------------- one host
+
+
+@pytest.mark.mpi_timeout(60)
+def test_selected_when_named(mpi, components):
+    """With --mca pmix dr, mpirun and both ranks run on our component, and the
+    start-up exchange, barrier and allgather of hello complete."""
+    needs(components, "pmix/dr")
+    result = mpi.run("hello", np=2, mca={"pmix": "dr", **VERBOSE})
+    expect(result, "hello ok 2")
+    assert len(hello_lines(result)) == 2, result
+    assert pmix_selections(result) == {"dr": 3}, result
+
+
+@pytest.mark.mpi_timeout(60)
+def test_stock_run_does_not_use_it(mpi):
+    """Installed but not named, the component stays out of the way: mpirun
+    and every rank select ext3x, as without it."""
+    result = mpi.run("hello", np=2, mca=VERBOSE)
+    expect(result, "hello ok 2")
+    assert len(hello_lines(result)) == 2, result
+    assert pmix_selections(result) == {"ext3x": 3}, result
+    assert not harness.load_errors(result.stdout + result.stderr), result
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("modex", ["fence", "dmodex"])
+def test_ring_over_vader_and_tcp(mpi, pmix, modex):
+    """Four ranks find each other's vader (LOCAL) and tcp (GLOBAL) contact
+    keys, either all at start-up or fetched on demand."""
+    mca = {**pmix, "btl": "self,vader,tcp", **(DMODEX if modex == "dmodex" else {})}
+    expect(mpi.run("ring", np=4, mca=mca), "ring ok 4")
+
+
+@pytest.mark.mpi_timeout(60)
+def test_hello_with_dmodex(mpi, pmix):
+    """No start-up fence at all: the allgather's peers are found on demand."""
+    result = mpi.run("hello", np=3, mca={**pmix, **DMODEX})
+    expect(result, "hello ok 3")
+    assert len(hello_lines(result)) == 3, result
+
+
+@pytest.mark.mpi_timeout(60)
+@pytest.mark.parametrize("np", [1, 4])
+def test_abort_exit_code(mpi, pmix, np):
+    """MPI_Abort(3) while the other ranks block: mpirun exits 3, promptly."""
+    result = mpi.run("abort", np=np, mca=pmix, timeout=30)
+    assert not result.timed_out and result.rc == 3, result
+    assert "calling MPI_Abort(3)" in result.stdout, result
+    assert "received a message nobody sent" not in result.stderr, result
+
+
+@pytest.mark.mpi_timeout(60)
+def test_killed_rank_ends_the_job(mpi, pmix):
+    """A rank dies of SIGKILL without telling anyone: mpirun notices and
+    ends the job with a non-zero code instead of waiting for it."""
+    result = mpi.run("abort", np=3, mca=pmix, args=["kill"], timeout=30)
+    assert not result.timed_out and result.rc not in (0, None), result
+    assert "killing itself" in result.stdout, result
+
+
+@pytest.mark.mpi_timeout(120)
+def test_dead_peer_reported_by_pml_dr(mpi, programs, components, pmix):
+    """The peer_death job of test_reliability (rank 1's network dies, pml dr
+    declares the peer dead, both ranks get an error and finish cleanly)."""
+    needs(components, "pml/dr")
+    prog = str(programs.get("peer_death"))
+    argv = [prog, "20", ":", "-np", "1",
+            "-x", "OMPI_MCA_pml_dr_fault_fail_btl=tcp",
+            "-x", "OMPI_MCA_pml_dr_fault_fail_after=100", prog, "20"]
+    result = mpi.run(argv, np=1, mca={**pmix, "pml": "dr", "btl": "self,tcp",
+                                      "pml_dr_ack_timeout": 50, "pml_dr_ack_retries": 2})
+    expect(result, "peer_death ok")
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("np", [1, 2])
+def test_spawn(mpi, pmix, np):
+    """Parents spawn 2 children, talk over the intercommunicator, merge it
+    and disconnect."""
+    expect(mpi.run("spawn", np=np, mca=pmix), f"spawn OK {np} 2")
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("np", [2, 4])
+def test_connect_accept(mpi, pmix, np):
+    """Two halves of a job connect through a published name, then through
+    a port string passed by hand."""
+    result = mpi.run("connect_accept", np=np, mca=pmix, args=[30])
+    expect(result, "connect/accept OK publish")
+    expect(result, "connect/accept OK bcast")
+
+
+@pytest.mark.mpi_timeout(120)
+def test_mpi4py(mpi, pmix):
+    """A third-party MPI client (mpi4py, a Python interpreter) starts and talks."""
+    expect(mpi.run_python("p2p_mpi4py.py", np=3, mca=pmix), "p2p_mpi4py ok 3")
+
+
+# ------------------------------------------------------- several daemons
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("modex", ["fence", "dmodex"])
+def test_hello_across_daemons(mpi, pmix, fake_hosts, modex):
+    """Two daemons: mpirun, both orteds and all four ranks run the component
+    under test, and the exchange spans daemons (grpcomm) or is served by
+    the remote daemon on demand."""
+    mca = {**pmix, **MULTI_HOST_BTL, **VERBOSE, **(DMODEX if modex == "dmodex" else {})}
+    result = mpi.run("hello", np=4, mca=mca, mpirun_args=fake_hosts(2))
+    expect(result, "hello ok 4")
+    assert len(hello_lines(result)) == 4, result
+    assert pmix_selections(result) == {pmix.get("pmix", "ext3x"): 7}, result
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("modex", ["fence", "dmodex"])
+def test_ring_across_daemons(mpi, pmix, fake_hosts, modex):
+    """tcp contact keys of ranks under another daemon, exchanged or fetched."""
+    mca = {**pmix, **MULTI_HOST_BTL, **(DMODEX if modex == "dmodex" else {})}
+    expect(mpi.run("ring", np=4, mca=mca, mpirun_args=fake_hosts(2)), "ring ok 4")
+
+
+# ------------------------------------------------- with our other components
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("hosts", [0, 2])
+def test_with_all_our_components(mpi, components, pmix, fake_hosts, hosts):
+    """pml dr over btl drtcp, the runtime on oob drtcp, and the pmix under
+    test; on one host and across two daemons."""
+    needs(components, "pml/dr", "btl/drtcp", "oob/drtcp")
+    mca = {**pmix, "pml": "dr", "btl": "self,drtcp", "oob": "drtcp"}
+    args = fake_hosts(hosts) if hosts else []
+    expect(mpi.run("ring", np=4, mca=mca, mpirun_args=args), "ring ok 4")

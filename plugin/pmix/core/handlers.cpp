@@ -1,0 +1,31 @@
+#include "handlers.hpp"
+
+#include <algorithm>
+
+namespace plugin::pmix::core {
+
+std::size_t HandlerChain::add(std::vector<int> codes, bool prepend, std::uint64_t token) {
+    Handler h{next_ref_++, std::move(codes), token};
+    if (prepend)
+        handlers_.insert(handlers_.begin(), std::move(h));
+    else
+        handlers_.push_back(std::move(h));
+    return next_ref_ - 1;
+}
+
+bool HandlerChain::remove(std::size_t ref) {
+    return std::erase_if(handlers_, [&](const Handler& h) { return h.ref == ref; }) > 0;
+}
+
+std::vector<std::uint64_t> HandlerChain::for_event(int code) const {
+    std::vector<std::uint64_t> out;
+    for (const Handler& h : handlers_)
+        if (std::find(h.codes.begin(), h.codes.end(), code) != h.codes.end())
+            out.push_back(h.token);
+    for (const Handler& h : handlers_)
+        if (h.codes.empty())
+            out.push_back(h.token);
+    return out;
+}
+
+}  // namespace plugin::pmix::core

@@ -1,0 +1,218 @@
+#include "client_conn.hpp"
+
+#include <cerrno>
+#include <condition_variable>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pmix.hpp"
+#include "uds.hpp"
+
+namespace plugin::pmix::mca::client {
+
+Answer Connection::open(const std::string& path, const core::HelloBody& hello,
+                        std::size_t max_msg, EventFn on_event) {
+    fd_ = uds_connect(path);
+    if (fd_ < 0)
+        return {OPAL_ERR_UNREACH, {}};
+    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+        ::close(fd_);
+        fd_ = -1;
+        return {OPAL_ERR_OUT_OF_RESOURCE, {}};
+    }
+    in_ = core::FrameReader(max_msg);
+    on_event_ = std::move(on_event);
+    alive_ = true;
+    stop_ = false;
+    io_ = std::thread([this] { loop(); });
+    Answer a = call(core::MsgType::Hello, core::encode(hello));
+    if (a.status != OPAL_SUCCESS)
+        close();
+    return a;
+}
+
+void Connection::close() {
+    if (fd_ < 0)
+        return;
+    stop_ = true;
+    const char b = 0;
+    (void)!::write(wake_[1], &b, 1);
+    if (io_.joinable()) {
+        if (on_io_thread())
+            io_.detach();
+        else
+            io_.join();
+    }
+    ::close(fd_);
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+    fd_ = -1;
+    alive_ = false;
+    fail_all(OPAL_ERR_COMM_FAILURE);
+}
+
+bool Connection::write_all(const std::vector<std::uint8_t>& bytes) {
+    std::lock_guard lock(write_mu_);
+    std::size_t off = 0;
+    while (off < bytes.size()) {
+        const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        off += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+void Connection::request(core::MsgType type, std::span<const std::uint8_t> payload, Done done) {
+    std::uint32_t req;
+    {
+        std::lock_guard lock(pending_mu_);
+        if (!alive_) {
+            req = 0;
+        } else {
+            req = next_req_++;
+            if (next_req_ == 0)
+                next_req_ = 1;
+            pending_.emplace(req, std::move(done));
+        }
+    }
+    if (req == 0) {
+        done(OPAL_ERR_COMM_FAILURE, {});
+        return;
+    }
+    if (!write_all(core::encode_message(type, req, payload))) {
+        Done d;
+        {
+            std::lock_guard lock(pending_mu_);
+            auto it = pending_.find(req);
+            if (it == pending_.end())
+                return;
+            d = std::move(it->second);
+            pending_.erase(it);
+        }
+        d(OPAL_ERR_COMM_FAILURE, {});
+    }
+}
+
+int Connection::send_only(core::MsgType type, std::span<const std::uint8_t> payload) {
+    if (!alive_)
+        return OPAL_ERR_COMM_FAILURE;
+    return write_all(core::encode_message(type, 0, payload)) ? OPAL_SUCCESS : OPAL_ERR_COMM_FAILURE;
+}
+
+Answer Connection::call(core::MsgType type, std::span<const std::uint8_t> payload, int timeout_ms) {
+    struct Wait {
+        std::mutex m;
+        std::condition_variable cv;
+        bool done = false;
+        Answer a;
+    };
+    auto w = std::make_shared<Wait>();
+    request(type, payload, [w](int status, std::span<const std::uint8_t> body) {
+        std::lock_guard lock(w->m);
+        w->a.status = status;
+        w->a.body.assign(body.begin(), body.end());
+        w->done = true;
+        w->cv.notify_all();
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    if (on_io_thread()) {
+        // Nobody else reads the socket: do it here until the reply is in.
+        while (alive_) {
+            {
+                std::lock_guard lock(w->m);
+                if (w->done)
+                    break;
+            }
+            if (timeout_ms >= 0 && std::chrono::steady_clock::now() > deadline)
+                return {OPAL_ERR_TIMEOUT, {}};
+            pump(50);
+        }
+    }
+    std::unique_lock lock(w->m);
+    if (timeout_ms < 0)
+        w->cv.wait(lock, [&] { return w->done; });
+    else if (!w->cv.wait_until(lock, deadline, [&] { return w->done; }))
+        return {OPAL_ERR_TIMEOUT, {}};
+    return std::move(w->a);
+}
+
+void Connection::fail_all(int status) {
+    std::map<std::uint32_t, Done> victims;
+    {
+        std::lock_guard lock(pending_mu_);
+        victims.swap(pending_);
+    }
+    for (auto& [req, d] : victims)
+        d(status, {});
+}
+
+void Connection::dispatch(const core::FrameReader::Message& m) {
+    if (m.header.type == core::MsgType::Event) {
+        auto ev = core::decode_event(m.payload);
+        if (ev && on_event_)
+            on_event_(*ev);
+        else if (!ev)
+            logf(state().log, LogLevel::Warn, "dropped an undecodable event");
+        return;
+    }
+    if (m.header.type != core::MsgType::Reply)
+        return;
+    auto r = core::decode_reply(m.payload);
+    Done d;
+    {
+        std::lock_guard lock(pending_mu_);
+        auto it = pending_.find(m.header.req);
+        if (it == pending_.end())
+            return;  // a reply nobody waits for (timed out)
+        d = std::move(it->second);
+        pending_.erase(it);
+    }
+    if (r)
+        d(r->status, r->body);
+    else
+        d(OPAL_ERR_UNPACK_FAILURE, {});
+}
+
+void Connection::pump(int wait_ms) {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (::poll(fds, 2, wait_ms) <= 0 || (fds[0].revents == 0))
+        return;
+    std::uint8_t buf[65536];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+    if (n <= 0) {
+        if (!stop_)
+            logf(state().log, LogLevel::Error, "lost the connection to the pmix dr server");
+        alive_ = false;
+        fail_all(OPAL_ERR_COMM_FAILURE);
+        return;
+    }
+    in_.feed({buf, static_cast<std::size_t>(n)});
+    for (;;) {
+        auto m = in_.next();
+        if (!m) {
+            logf(state().log, LogLevel::Error, "bad message from the server: %s",
+                 std::string(m.error().message).c_str());
+            alive_ = false;
+            fail_all(OPAL_ERR_UNPACK_FAILURE);
+            return;
+        }
+        if (!m->has_value())
+            return;
+        dispatch(**m);
+    }
+}
+
+void Connection::loop() {
+    io_id_ = std::this_thread::get_id();
+    while (!stop_ && alive_)
+        pump(-1);
+}
+
+}  // namespace plugin::pmix::mca::client

@@ -1,0 +1,98 @@
+#include "uds.hpp"
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace plugin::pmix::mca {
+
+namespace {
+
+bool make_addr(const std::string& path, sockaddr_un& addr, socklen_t& len) {
+    std::memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    if (!uds_path_fits(path) || path.empty())
+        return false;
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    if (path.front() == '@')
+        addr.sun_path[0] = '\0';
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() +
+                                 (path.front() == '@' ? 0 : 1));
+    return true;
+}
+
+}  // namespace
+
+bool uds_path_fits(const std::string& path) {
+    return path.size() < sizeof(sockaddr_un::sun_path);
+}
+
+int uds_listen(const std::string& path) {
+    sockaddr_un addr;
+    socklen_t len = 0;
+    if (!make_addr(path, addr, len)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (path.front() != '@')
+        unlink(path.c_str());
+    const mode_t old = umask(077);
+    const int rc = bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
+    umask(old);
+    if (rc != 0 || (path.front() != '@' && chmod(path.c_str(), 0600) != 0) || listen(fd, 128) != 0) {
+        const int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+int uds_connect(const std::string& path) {
+    sockaddr_un addr;
+    socklen_t len = 0;
+    if (!make_addr(path, addr, len)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int rc;
+    do {
+        rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), len);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+        const int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+int uds_accept(int listener) {
+    int fd;
+    do {
+        fd = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+long long uds_peer_uid(int fd) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return -1;
+    return cred.uid;
+}
+
+}  // namespace plugin::pmix::mca
