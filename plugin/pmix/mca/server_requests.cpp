@@ -1,6 +1,7 @@
 // What the server does with each client message, and the launcher's
 // callbacks that complete them.
 #include <cstring>
+#include <unistd.h>
 
 #include "server.hpp"
 #include "uds.hpp"
@@ -274,6 +275,17 @@ bool on_commit(Conn& c, std::span<const std::uint8_t> payload) {
 
 // ---- Pass-throughs to the launcher
 
+// ORTE's data server files published names under the publisher's uid (the
+// PMIx library adds it; so do we).
+void append_uid(opal_list_t* info, ProcName proc) {
+    const core::Client* c = srv().reg.client(proc);
+    auto* v = OBJ_NEW(opal_value_t);
+    v->key = strdup(OPAL_PMIX_USERID);
+    v->type = OPAL_UINT32;
+    v->data.uint32 = c == nullptr ? geteuid() : c->uid;
+    opal_list_append(info, &v->super);
+}
+
 void* host_object(ProcName proc) {
     const core::Client* c = srv().reg.client(proc);
     return c == nullptr ? nullptr : c->host_object;
@@ -323,6 +335,7 @@ bool on_publish(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payloa
     ctx->token = token_of(c.id, req);
     ctx->proc = opal_name(c.proc);
     append_values(&ctx->list1, *list);
+    append_uid(&ctx->list1, c.proc);
     const int rc = s.host.publish == nullptr
                        ? OPAL_ERR_NOT_SUPPORTED
                        : s.host.publish(&ctx->proc, &ctx->list1, op_done, ctx);
@@ -355,6 +368,7 @@ bool on_lookup(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload
     ctx->proc = opal_name(c.proc);
     ctx->argv = to_argv(b->keys);
     append_values(&ctx->list1, b->info);
+    append_uid(&ctx->list1, c.proc);
     int rc = OPAL_ERR_NOT_SUPPORTED;
     if (unpublish && s.host.unpublish != nullptr)
         rc = s.host.unpublish(&ctx->proc, ctx->argv, &ctx->list1, op_done, ctx);
