@@ -122,6 +122,23 @@ def test_killed_rank_ends_the_job(mpi, pmix):
 
 
 @pytest.mark.mpi_timeout(120)
+def test_hostile_clients_are_closed(mpi, components):
+    """Rank 0 attacks its own server with malformed headers, forged hellos
+    (wrong secret, unregistered rank, a second connection of a connected
+    client), a request before hello and 70 silent connections. The server
+    closes each of them, counts them, and keeps serving the job."""
+    needs(components, "pmix/dr")
+    result = mpi.run("pmix_garbage", np=2, mca={"pmix": "dr", "pmix_dr_verbose": 20})
+    expect(result, "garbage ok 2")
+    assert len(re.findall(r"^closed: ", result.stdout, re.M)) == 10, result
+    m = re.search(r"served (\d+) connections \((\d+) refused, (\d+) bad messages\)",
+                  result.stdout + result.stderr)
+    assert m, result
+    served, refused, bad = map(int, m.groups())
+    assert served == 2 + 9 + 70 and refused >= 5 + 6 and bad == 4, result
+
+
+@pytest.mark.mpi_timeout(120)
 def test_dead_peer_reported_by_pml_dr(mpi, programs, components, pmix):
     """The peer_death job of test_reliability (rank 1's network dies, pml dr
     declares the peer dead, both ranks get an error and finish cleanly)."""

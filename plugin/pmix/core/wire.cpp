@@ -45,7 +45,8 @@ Result<Header> decode_header(std::span<const std::uint8_t> in, std::size_t max_l
     ByteReader r(in);
     if (!r.need(kHeaderSize))
         return fail(r.error());
-    const std::uint32_t magic = r.u32();
+    if (r.u32() != kMagic)
+        return fail(ErrorCode::BadField, "bad magic");
     const std::uint8_t version = r.u8();
     const std::uint8_t type = r.u8();
     r.expect_zero(2);
@@ -54,8 +55,6 @@ Result<Header> decode_header(std::span<const std::uint8_t> in, std::size_t max_l
     h.req = r.u32();
     if (!r.ok())
         return fail(r.error());
-    if (magic != kMagic)
-        return fail(ErrorCode::BadField, "bad magic");
     if (version != kVersion)
         return fail(ErrorCode::BadVersion, "unknown protocol version");
     if (type < kFirstMsgType || type > kLastMsgType)

@@ -105,12 +105,32 @@ void on_read(int fd, short, void* arg) {
     }
 }
 
+// Connections that have not said Hello yet, at most: a caller that connects
+// and stays silent cannot pile up sockets; the oldest such one goes first.
+constexpr std::size_t kMaxUnidentified = 64;
+
+void limit_unidentified() {
+    Server& s = srv();
+    std::size_t n = 0;
+    std::uint64_t oldest = 0;
+    for (const auto& [id, c] : s.conns) {
+        if (!c->identified && n++ == 0)
+            oldest = id;
+    }
+    if (n < kMaxUnidentified)
+        return;
+    ++s.counters.refused;
+    logf(state().log, LogLevel::Warn, "too many connections without hello: closing the oldest");
+    close_conn(oldest);
+}
+
 void on_accept(int fd, short, void*) {
     Server& s = srv();
     for (;;) {
         const int cfd = uds_accept(fd);
         if (cfd < 0)
             return;
+        limit_unidentified();
         auto c = std::make_unique<Conn>(state().max_msg());
         c->id = s.next_conn++;
         c->fd = cfd;

@@ -434,8 +434,13 @@ bool handle(Conn& c, const core::FrameReader::Message& m) {
     using core::MsgType;
     const auto& p = m.payload;
     const std::uint32_t req = m.header.req;
-    if (!c.identified)
-        return m.header.type == MsgType::Hello && on_hello(c, req, p);
+    if (!c.identified) {
+        if (m.header.type == MsgType::Hello)
+            return on_hello(c, req, p);
+        ++srv().counters.refused;
+        logf(state().log, LogLevel::Warn, "refused a connection: request before hello");
+        return false;
+    }
     bool ok = false;
     switch (m.header.type) {
         case MsgType::Commit: ok = on_commit(c, p); break;
