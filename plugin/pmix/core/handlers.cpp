@@ -13,8 +13,14 @@ std::size_t HandlerChain::add(std::vector<int> codes, bool prepend, std::uint64_
     return next_ref_ - 1;
 }
 
-bool HandlerChain::remove(std::size_t ref) {
-    return std::erase_if(handlers_, [&](const Handler& h) { return h.ref == ref; }) > 0;
+std::optional<std::uint64_t> HandlerChain::remove(std::size_t ref) {
+    auto it = std::find_if(handlers_.begin(), handlers_.end(),
+                           [&](const Handler& h) { return h.ref == ref; });
+    if (it == handlers_.end())
+        return std::nullopt;
+    const std::uint64_t token = it->token;
+    handlers_.erase(it);
+    return token;
 }
 
 std::vector<std::uint64_t> HandlerChain::for_event(int code) const {

@@ -4,6 +4,7 @@
 // behind the tokens.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,8 @@ class HandlerChain {
     // `codes` empty = a default handler for every event. Returns the
     // registration's reference.
     std::size_t add(std::vector<int> codes, bool prepend, std::uint64_t token);
-    bool remove(std::size_t ref);
+    // The removed registration's token, if there was one.
+    std::optional<std::uint64_t> remove(std::size_t ref);
     // The tokens to run for `code`, in order.
     std::vector<std::uint64_t> for_event(int code) const;
     std::size_t size() const noexcept { return handlers_.size(); }

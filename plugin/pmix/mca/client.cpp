@@ -18,7 +18,8 @@ struct Handler {
 };
 
 struct Client {
-    std::mutex mu;  // refs, puts, handlers
+    std::mutex life_mu;  // init and finalize, one at a time
+    std::mutex mu;       // puts, handlers (never held while waiting on the server)
     int refs = 0;
     ProcName me{};
     Connection conn;
@@ -143,7 +144,7 @@ void fetch_job(std::uint32_t jobid) {
 int init(opal_list_t*) noexcept {
     return guarded([]() -> int {
         Client& c = cl();
-        std::lock_guard lock(c.mu);
+        std::lock_guard life(c.life_mu);
         if (c.refs > 0) {
             ++c.refs;
             return OPAL_SUCCESS;
@@ -179,13 +180,9 @@ int init(opal_list_t*) noexcept {
 
 int finalize() noexcept {
     Client& c = cl();
-    {
-        std::lock_guard lock(c.mu);
-        if (c.refs == 0)
-            return OPAL_SUCCESS;
-        if (--c.refs > 0)
-            return OPAL_SUCCESS;
-    }
+    std::lock_guard life(c.life_mu);
+    if (c.refs == 0 || --c.refs > 0)
+        return OPAL_SUCCESS;
     // The launcher learns we finalized before we disconnect.
     const Answer a = c.conn.call(core::MsgType::Finalize, {});
     c.conn.close();
@@ -193,7 +190,7 @@ int finalize() noexcept {
 }
 
 int initialized() noexcept {
-    std::lock_guard lock(cl().mu);
+    std::lock_guard life(cl().life_mu);
     return cl().refs > 0 ? 1 : 0;
 }
 
@@ -529,7 +526,8 @@ void deregister_evhandler(size_t ref, opal_pmix_op_cbfunc_t cb, void* cbdata) no
     {
         Client& c = cl();
         std::lock_guard lock(c.mu);
-        c.chain.remove(ref);
+        if (const auto token = c.chain.remove(ref))
+            c.handlers.erase(*token);
     }
     if (cb != nullptr)
         cb(OPAL_SUCCESS, cbdata);

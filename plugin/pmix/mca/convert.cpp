@@ -1,10 +1,14 @@
 #include "convert.hpp"
 
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <sys/time.h>
 
 namespace plugin::pmix::mca {
+
+// Scalars are copied as their low bytes (see to_core).
+static_assert(std::endian::native == std::endian::little, "convert.cpp assumes little-endian");
 
 namespace {
 
