@@ -138,6 +138,24 @@ def test_hostile_clients_are_closed(mpi, components):
     assert served == 2 + 9 + 70 and refused >= 5 + 6 and bad == 4, result
 
 
+@pytest.mark.mpi_timeout(60)
+def test_abnormal_exit_is_notified(mpi, components):
+    """With --enable-recovery ORTE does not kill the job when a rank dies: it
+    notifies the others (OPAL_ERR_PROC_ABORTED, -57) through every daemon's
+    PMIx server. Our clients run their handler chain (ORTE's and MPI's
+    default handlers), and MPI's aborts the blocked survivors, so the job
+    ends. (Stock ext3x hangs in this setup on this machine: PMIx's event
+    code rejects ORTE's notification with BAD-PARAM.)"""
+    needs(components, "pmix/dr")
+    result = mpi.run("abort", np=3, args=["kill"], timeout=30,
+                     mca={"pmix": "dr", "pmix_dr_verbose": 50},
+                     mpirun_args=["--enable-recovery"])
+    assert not result.timed_out, result
+    out = result.stdout + result.stderr
+    notified = re.findall(r"event -57 from \d+\.1: (\d+) handlers", out)
+    assert len(notified) == 2 and all(int(n) >= 2 for n in notified), result
+
+
 @pytest.mark.mpi_timeout(120)
 def test_dead_peer_reported_by_pml_dr(mpi, programs, components, pmix):
     """The peer_death job of test_reliability (rank 1's network dies, pml dr
