@@ -418,6 +418,30 @@ def test_runtime_over_oob_drtcp_across_hosts(cluster, mpi, btl):
 
 
 @pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("modex", ["fence", "dmodex"])
+def test_all_of_ours_across_hosts(cluster, mpi, components, modex):
+    """The whole set across 4 hosts: pml dr over drtcp, the launcher on oob
+    drtcp and pmix dr. mpirun and every daemon serve their ranks over pmix
+    dr; the modex crosses hosts through the daemons' allgather (fence) or
+    per peer through direct-modex requests between daemons (dmodex)."""
+    if not any(c.id == "pmix/dr" for c in components):
+        pytest.skip("not built: pmix/dr")
+    mca = {"pml": "dr", "btl": "self,drtcp", "btl_drtcp_if_include": BOTH_RAILS,
+           **OOB_DRTCP_RAIL_A, "pmix": "dr", "pmix_dr_verbose": 20}
+    if modex == "dmodex":
+        mca.update({"pmix_base_async_modex": 1, "pmix_base_collect_data": 0})
+    result = cluster.run(mpi, "rail_transfer", np=8, args=[10, 1 << 16], mca=mca)
+    result.check()
+    assert "RAIL_TRANSFER OK np=8 rounds=10" in result.stdout, result
+    served = re.findall(r"\[pmix:dr\] served (\d+) connections .*?(\d+) direct-modex",
+                        result.stdout + result.stderr)
+    assert len(served) == HOSTS, result  # mpirun and three daemons
+    assert sum(int(n) for n, _ in served) == 8, result
+    if modex == "dmodex":
+        assert sum(int(d) for _, d in served) > 0, result
+
+
+@pytest.mark.mpi_timeout(120)
 def test_runtime_over_oob_drtcp_on_ipv6(cluster, mpi):
     """The daemons reach mpirun over rail A's IPv6 addresses (fd71::/64)."""
     mca = {"pml": "ob1", "btl": "self,tcp", "btl_tcp_if_include": RAIL_A, **OOB_DRTCP_RAIL_A,
