@@ -25,6 +25,7 @@
 #include "btl/drtcp/core/wire.hpp"
 #include "crc32c.hpp"
 #include "oob/drtcp/core/wire.hpp"
+#include "plugin/pmix/core/wire.hpp"
 #include "pml/dr/core/wire.hpp"
 
 namespace {
@@ -33,6 +34,7 @@ namespace fs = std::filesystem;
 namespace drtcp = btl::drtcp::core;
 namespace pml = pml::dr::core;
 namespace oobw = oob::drtcp::core;
+namespace pmix = plugin::pmix::core;
 using Bytes = std::vector<std::uint8_t>;
 
 struct SeedFile {
@@ -48,6 +50,11 @@ struct SeedFile {
 void put_u32(Bytes& b, std::uint32_t v) {
     for (int i = 3; i >= 0; --i)
         b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+void put_u32_at(Bytes& b, std::size_t at, std::uint32_t v) {
+    for (std::size_t i = 0; i < 4; ++i)
+        b.at(at + i) = static_cast<std::uint8_t>(v >> (24 - 8 * i));
 }
 
 Bytes pattern(std::size_t n, std::uint8_t start) {
@@ -296,6 +303,97 @@ void pml_seeds(std::vector<SeedFile>& out) {
     seed("nack", kStampBoth, 0, pml::NackHdr{common(0, 0), 44}, Bytes{});
 }
 
+// ------------------------------------------------------------ pmix dr
+pmix::KvList pmix_values() {
+    const Bytes blob{0, 1, 0, 0xFF};
+    return {
+        {"s1", pmix::Value::scalar(1, 1, 0xFF), pmix::Scope::Local},
+        {"s8", pmix::Value::scalar(4, 8, 0x0102030405060708u), pmix::Scope::Remote},
+        {"str", pmix::Value::string(3, "node0")},
+        {"null", pmix::Value::null_string(3)},
+        {"blob", pmix::Value::blob(7, blob)},
+        {"name", pmix::Value::proc(8, {5, pmix::kRankWildcard})},
+        // Three lists deep with the outer one: at kMaxDepth.
+        {"list",
+         pmix::Value::nested(
+             9, {{"in", pmix::Value::scalar(2, 2, 7)},
+                 {"deeper", pmix::Value::nested(9, {{"x", pmix::Value::scalar(2, 4, 1)}})}})},
+    };
+}
+
+void pmix_seeds(std::vector<SeedFile>& out) {
+    // fuzz_pmix_dr_request: | split | stream |
+    const auto message = [](Bytes& s, pmix::MsgType type, std::uint32_t req, const Bytes& body) {
+        const Bytes m = pmix::encode_message(type, req, body);
+        if (!pmix::decode_header(m, 1 << 20))
+            die("pmix header does not decode");
+        s.insert(s.end(), m.begin(), m.end());
+    };
+    const auto seed = [&](const std::string& name, std::uint8_t split, const Bytes& stream) {
+        Bytes b{split};
+        b.insert(b.end(), stream.begin(), stream.end());
+        out.push_back({"pmix_dr_request/" + name, b});
+    };
+    // One valid message of each type, checked with its body decoder.
+    const auto one = [&](const char* name, pmix::MsgType type, const Bytes& body, auto decode) {
+        if (!decode(body))
+            die(std::string("pmix body seed does not decode: ") + name);
+        Bytes s;
+        message(s, type, 7, body);
+        seed(name, 0, s);
+    };
+    using pmix::MsgType;
+    const pmix::HelloBody hello{{5, 1}, 0x0102030405060708u};
+    const pmix::FenceBody fence{true, {{5, pmix::kRankWildcard}}, {}};
+    const pmix::FenceBody connect{false, {{5, pmix::kRankWildcard}, {6, 0}}, pmix_values()};
+    const pmix::GetBody get{{5, 2}, "pmix.hname", false};
+    const pmix::AbortBody abort{1, "oops", {{5, 0}}};
+    const pmix::LookupBody lookup{{"port", "other"}, {{"pmix.wait", pmix::Value::scalar(1, 1, 1)}}};
+    const pmix::LookupBody unpublish{};
+    pmix::App app{"hostname", {"hostname", "-f"}, {"A=1"}, "/tmp", 2, {}};
+    const pmix::SpawnBody spawn{{{"pmix.mapby", pmix::Value::string(3, "slot")}}, {app}};
+    const pmix::EventBody event{
+        -25, {5, 0}, {{"orte.notify.donotloop", pmix::Value::scalar(1, 1, 1)}}};
+    const pmix::KvList publish{{"port", pmix::Value::string(3, "tcp://x:1")},
+                               {"pmix.range", pmix::Value::scalar(6, 4, 2)}};
+    const std::vector<pmix::Record> recs{
+        {{5, pmix::kRankWildcard}, {{"pmix.jsize", pmix::Value::scalar(9, 4, 2)}}},
+        {{5, 0}, pmix_values()}};
+    const Bytes reply = pmix::encode_reply(0, pmix::encode_records(recs));
+    one("hello", MsgType::Hello, pmix::encode(hello), pmix::decode_hello);
+    one("commit", MsgType::Commit, pmix::encode(pmix_values()), pmix::decode_kvlist_body);
+    one("fence", MsgType::Fence, pmix::encode(fence), pmix::decode_fence);
+    one("get", MsgType::Get, pmix::encode(get), pmix::decode_get);
+    one("job_data", MsgType::JobData, pmix::encode_u32(6), pmix::decode_u32);
+    one("abort", MsgType::Abort, pmix::encode(abort), pmix::decode_abort);
+    one("finalize", MsgType::Finalize, {}, [](const Bytes& b) { return b.empty(); });
+    one("publish", MsgType::Publish, pmix::encode(publish), pmix::decode_kvlist_body);
+    one("lookup", MsgType::Lookup, pmix::encode(lookup), pmix::decode_lookup);
+    one("unpublish", MsgType::Unpublish, pmix::encode(unpublish), pmix::decode_lookup);
+    one("spawn", MsgType::Spawn, pmix::encode(spawn), pmix::decode_spawn);
+    one("connect", MsgType::Connect, pmix::encode(connect), pmix::decode_fence);
+    one("reply", MsgType::Reply, reply, [](const Bytes& b) {
+        const auto r = pmix::decode_reply(b);
+        return r && pmix::decode_records(r->body);
+    });
+    one("event", MsgType::Event, pmix::encode(event), pmix::decode_event);
+
+    // A conversation in one stream: one read, and split reads.
+    Bytes s;
+    message(s, MsgType::Hello, 1, pmix::encode(hello));
+    message(s, MsgType::Reply, 1, reply);
+    message(s, MsgType::Commit, 0, pmix::encode(pmix_values()));
+    message(s, MsgType::Fence, 2, pmix::encode(fence));
+    message(s, MsgType::Event, 0, pmix::encode(event));
+    message(s, MsgType::Reply, 2, pmix::encode_reply(-1, {}));
+    seed("conversation_one_read", 0, s);
+    seed("conversation_split", 13, s);
+    // A header announcing more than the receiver's 1 MiB: the stream fails.
+    Bytes big = pmix::encode_message(MsgType::Reply, 3, Bytes(8, 0));
+    put_u32_at(big, 8, (1u << 20) + 1);
+    seed("oversized", 5, big);
+}
+
 Bytes read_file(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -322,6 +420,7 @@ int main(int argc, char** argv) {
     drtcp_seeds(seeds);
     pml_seeds(seeds);
     oob_seeds(seeds);
+    pmix_seeds(seeds);
 
     int stale = 0;
     for (const auto& s : seeds) {

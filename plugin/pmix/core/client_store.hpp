@@ -13,9 +13,9 @@
 namespace plugin::pmix::core {
 
 enum class GetAction {
-    Found,        // in the cache
-    NotFound,     // answer "not found" now
-    AskServer,    // a request to the server may still find it
+    Found,      // in the cache
+    NotFound,   // answer "not found" now
+    AskServer,  // a request to the server may still find it
 };
 
 class ClientStore {

@@ -30,12 +30,14 @@ Result<Fence*> FenceTable::arrive(const std::vector<ProcName>& procs,
 }
 
 Fence* FenceTable::find(std::uint64_t id) {
-    auto it = std::find_if(fences_.begin(), fences_.end(), [&](const Fence& f) { return f.id == id; });
+    auto it =
+        std::find_if(fences_.begin(), fences_.end(), [&](const Fence& f) { return f.id == id; });
     return it == fences_.end() ? nullptr : &*it;
 }
 
 std::optional<Fence> FenceTable::finish(std::uint64_t id) {
-    auto it = std::find_if(fences_.begin(), fences_.end(), [&](const Fence& f) { return f.id == id; });
+    auto it =
+        std::find_if(fences_.begin(), fences_.end(), [&](const Fence& f) { return f.id == id; });
     if (it == fences_.end())
         return std::nullopt;
     Fence f = std::move(*it);

@@ -27,7 +27,8 @@ std::vector<std::uint64_t> PendingTable::take(ProcName proc) {
     return out;
 }
 
-std::vector<std::pair<ProcName, std::vector<std::uint64_t>>> PendingTable::expire(std::uint64_t now) {
+std::vector<std::pair<ProcName, std::vector<std::uint64_t>>> PendingTable::expire(
+    std::uint64_t now) {
     std::vector<std::pair<ProcName, std::vector<std::uint64_t>>> out;
     for (auto it = entries_.begin(); it != entries_.end();) {
         if (it->second.deadline <= now) {

@@ -18,8 +18,8 @@ std::uint32_t rank_of(const Value& v) {
 
 }  // namespace
 
-std::vector<Record> job_records(std::uint32_t jobid, const KvList& info,
-                                std::string_view pdata_key, std::string_view rank_key) {
+std::vector<Record> job_records(std::uint32_t jobid, const KvList& info, std::string_view pdata_key,
+                                std::string_view rank_key) {
     std::vector<Record> out(1);
     out[0].proc = {jobid, kRankWildcard};
     for (const KeyValue& kv : info) {

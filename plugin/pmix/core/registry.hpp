@@ -31,8 +31,8 @@ struct Job {
 // Splits what register_nspace hands over into the job-level record and one
 // record per process: every List value whose key is `pdata_key` holds one
 // process's data, its rank under `rank_key` (a Name or Scalar).
-std::vector<Record> job_records(std::uint32_t jobid, const KvList& info,
-                                std::string_view pdata_key, std::string_view rank_key);
+std::vector<Record> job_records(std::uint32_t jobid, const KvList& info, std::string_view pdata_key,
+                                std::string_view rank_key);
 
 // Merges `add` into `into`: a key already present is replaced.
 void merge(KvList& into, const KvList& add);

@@ -58,12 +58,12 @@ struct KeyValue;
 
 struct Value {
     Shape shape = Shape::Scalar;
-    std::uint16_t type = 0;   // the host's type code, returned untouched
-    std::uint8_t size = 0;    // Scalar: 1, 2, 4 or 8
-    std::uint64_t bits = 0;   // Scalar
-    bool null = false;        // String: a NULL string
-    std::string bytes;        // String, Bytes
-    ProcName name{};          // Name
+    std::uint16_t type = 0;      // the host's type code, returned untouched
+    std::uint8_t size = 0;       // Scalar: 1, 2, 4 or 8
+    std::uint64_t bits = 0;      // Scalar
+    bool null = false;           // String: a NULL string
+    std::string bytes;           // String, Bytes
+    ProcName name{};             // Name
     std::vector<KeyValue> list;  // List
 
     static Value scalar(std::uint16_t type, std::uint8_t size, std::uint64_t bits);

@@ -8,7 +8,8 @@ namespace {
 
 // Runs `body` on a reader over `in` and requires it to consume every byte.
 template <class F>
-auto decode_all(std::span<const std::uint8_t> in, F body) -> Result<decltype(body(std::declval<ByteReader&>()))> {
+auto decode_all(std::span<const std::uint8_t> in, F body)
+    -> Result<decltype(body(std::declval<ByteReader&>()))> {
     ByteReader r(in);
     auto out = body(r);
     r.expect_end();

@@ -29,20 +29,20 @@ inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kHeaderSize = 16;
 
 enum class MsgType : std::uint8_t {
-    Hello = 1,      // client -> server: HelloBody; reply carries the job's records
-    Commit = 2,     // client's put data (KvList with scopes); no reply
-    Fence = 3,      // FenceBody; reply: records
-    Get = 4,        // GetBody; reply: records of that process
-    JobData = 5,    // u32 jobid; reply: that job's records
-    Abort = 6,      // AbortBody; reply: status
-    Finalize = 7,   // empty; reply: status once the launcher knows
-    Publish = 8,    // KvList (data and directives); reply: status
-    Lookup = 9,     // LookupBody; reply: records (proc = publisher)
-    Unpublish = 10, // LookupBody; reply: status
-    Spawn = 11,     // SpawnBody; reply: status + u32 jobid
-    Connect = 12,   // FenceBody (collect ignored) + KvList info; reply: status
-    Reply = 13,     // server -> client: i32 status + body
-    Event = 14,     // server -> client: EventBody
+    Hello = 1,       // client -> server: HelloBody; reply carries the job's records
+    Commit = 2,      // client's put data (KvList with scopes); no reply
+    Fence = 3,       // FenceBody; reply: records
+    Get = 4,         // GetBody; reply: records of that process
+    JobData = 5,     // u32 jobid; reply: that job's records
+    Abort = 6,       // AbortBody; reply: status
+    Finalize = 7,    // empty; reply: status once the launcher knows
+    Publish = 8,     // KvList (data and directives); reply: status
+    Lookup = 9,      // LookupBody; reply: records (proc = publisher)
+    Unpublish = 10,  // LookupBody; reply: status
+    Spawn = 11,      // SpawnBody; reply: status + u32 jobid
+    Connect = 12,    // FenceBody (collect ignored) + KvList info; reply: status
+    Reply = 13,      // server -> client: i32 status + body
+    Event = 14,      // server -> client: EventBody
 };
 inline constexpr std::uint8_t kFirstMsgType = 1;
 inline constexpr std::uint8_t kLastMsgType = 14;

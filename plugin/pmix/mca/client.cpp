@@ -413,7 +413,9 @@ int lookup_nb(char** keys, opal_list_t* info, opal_pmix_lookup_cbfunc_t cb, void
 
 int unpublish(char** keys, opal_list_t* info) noexcept {
     return guarded([&]() -> int {
-        return cl().conn.call(core::MsgType::Unpublish, core::encode(lookup_body(keys, info))).status;
+        return cl()
+            .conn.call(core::MsgType::Unpublish, core::encode(lookup_body(keys, info)))
+            .status;
     });
 }
 

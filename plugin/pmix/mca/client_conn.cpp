@@ -12,8 +12,8 @@
 
 namespace plugin::pmix::mca::client {
 
-Answer Connection::open(const std::string& path, const core::HelloBody& hello,
-                        std::size_t max_msg, EventFn on_event) {
+Answer Connection::open(const std::string& path, const core::HelloBody& hello, std::size_t max_msg,
+                        EventFn on_event) {
     fd_ = uds_connect(path);
     if (fd_ < 0)
         return {OPAL_ERR_UNREACH, {}};

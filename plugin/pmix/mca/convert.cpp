@@ -15,7 +15,8 @@ namespace {
 // Bytes of the union member a scalar type is read through; 0 = not a scalar.
 std::uint8_t scalar_size(opal_data_type_t t) noexcept {
     switch (t) {
-        case OPAL_BOOL: return sizeof(bool);
+        case OPAL_BOOL:
+            return sizeof(bool);
         case OPAL_BYTE:
         case OPAL_INT8:
         case OPAL_UINT8:
@@ -23,10 +24,13 @@ std::uint8_t scalar_size(opal_data_type_t t) noexcept {
         case OPAL_SCOPE:
         case OPAL_DATA_RANGE:
         case OPAL_PROC_STATE:
-        case OPAL_DATA_TYPE: return 1;
+        case OPAL_DATA_TYPE:
+            return 1;
         case OPAL_INT16:
-        case OPAL_UINT16: return 2;
-        case OPAL_PID: return sizeof(pid_t);
+        case OPAL_UINT16:
+            return 2;
+        case OPAL_PID:
+            return sizeof(pid_t);
         case OPAL_INT:
         case OPAL_UINT:
         case OPAL_INT32:
@@ -35,13 +39,18 @@ std::uint8_t scalar_size(opal_data_type_t t) noexcept {
         case OPAL_JOBID:
         case OPAL_VPID:
         case OPAL_STATUS:
-        case OPAL_INFO_DIRECTIVES: return 4;
-        case OPAL_SIZE: return sizeof(size_t);
+        case OPAL_INFO_DIRECTIVES:
+            return 4;
+        case OPAL_SIZE:
+            return sizeof(size_t);
         case OPAL_INT64:
         case OPAL_UINT64:
-        case OPAL_DOUBLE: return 8;
-        case OPAL_TIME: return sizeof(time_t);
-        default: return 0;
+        case OPAL_DOUBLE:
+            return 8;
+        case OPAL_TIME:
+            return sizeof(time_t);
+        default:
+            return 0;
     }
 }
 
@@ -128,7 +137,8 @@ void fill_opal(opal_value_t& out, std::string_view key, const core::Value& v) {
             break;
         case core::Shape::Bytes:
             if (v.type == OPAL_TIMEVAL) {
-                std::memcpy(&out.data.tv, v.bytes.data(), std::min(v.bytes.size(), sizeof(out.data.tv)));
+                std::memcpy(&out.data.tv, v.bytes.data(),
+                            std::min(v.bytes.size(), sizeof(out.data.tv)));
                 break;
             }
             out.data.bo.size = static_cast<int32_t>(v.bytes.size());

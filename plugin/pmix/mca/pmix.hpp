@@ -17,8 +17,8 @@ extern opal_pmix_base_component_t mca_pmix_dr_component;
 
 namespace plugin::pmix::mca {
 
-using plugin::common::LogLevel;
 using plugin::common::logf;
+using plugin::common::LogLevel;
 
 // Environment the server hands every child (setup_fork).
 inline constexpr const char* kEnvUri = "DR_PMIX_SERVER_URI";  // socket path, '@' = abstract
@@ -42,9 +42,7 @@ struct State {
     // get_nspace must return a string that stays valid.
     std::mutex nspace_mu;
     std::map<std::uint32_t, std::string> nspaces;
-    std::size_t max_msg() const noexcept {
-        return std::size_t{params.max_msg_size_mb} << 20;
-    }
+    std::size_t max_msg() const noexcept { return std::size_t{params.max_msg_size_mb} << 20; }
 };
 State& state() noexcept;
 

@@ -59,9 +59,8 @@ int finalize() noexcept {
         return OPAL_SUCCESS;
     const Counters& c = s.counters;
     logf(state().log, LogLevel::Info,
-         "served %" PRIu64 " connections (%" PRIu64 " refused, %" PRIu64
-         " bad messages), %" PRIu64 " fences (%" PRIu64 " failed), %" PRIu64
-         " direct-modex requests, %" PRIu64 " timeouts",
+         "served %" PRIu64 " connections (%" PRIu64 " refused, %" PRIu64 " bad messages), %" PRIu64
+         " fences (%" PRIu64 " failed), %" PRIu64 " direct-modex requests, %" PRIu64 " timeouts",
          c.accepted, c.refused, c.bad_messages, c.fences, c.failed_fences, c.dmodex, c.timeouts);
     stop_all();
     s.running = false;
@@ -72,9 +71,11 @@ int register_nspace(opal_jobid_t jobid, int nlocalprocs, opal_list_t* info,
                     opal_pmix_op_cbfunc_t cb, void* cbdata) noexcept {
     const int rc = guarded([&]() -> int {
         Server& s = srv();
-        auto records = core::job_records(jobid, to_core_list(info), OPAL_PMIX_PROC_DATA, OPAL_PMIX_RANK);
+        auto records =
+            core::job_records(jobid, to_core_list(info), OPAL_PMIX_PROC_DATA, OPAL_PMIX_RANK);
         std::lock_guard lock(s.reg_mu);
-        s.reg.add_job(jobid, static_cast<std::uint32_t>(std::max(nlocalprocs, 0)), std::move(records));
+        s.reg.add_job(jobid, static_cast<std::uint32_t>(std::max(nlocalprocs, 0)),
+                      std::move(records));
         return OPAL_SUCCESS;
     });
     // The per-process lists travel as pointers the caller does not free.

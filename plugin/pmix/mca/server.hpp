@@ -41,11 +41,11 @@ struct HostWait {
 
 struct Counters {
     std::uint64_t accepted = 0;
-    std::uint64_t refused = 0;      // failed the handshake
-    std::uint64_t bad_messages = 0; // failed decoding: connection closed
+    std::uint64_t refused = 0;       // failed the handshake
+    std::uint64_t bad_messages = 0;  // failed decoding: connection closed
     std::uint64_t fences = 0;
     std::uint64_t failed_fences = 0;
-    std::uint64_t dmodex = 0;       // direct-modex requests to the launcher
+    std::uint64_t dmodex = 0;  // direct-modex requests to the launcher
     std::uint64_t timeouts = 0;
 };
 

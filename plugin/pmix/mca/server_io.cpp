@@ -181,8 +181,8 @@ int start_listener(const std::string& tmpdir) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     s.path = path;
-    opal_event_set(opal_pmix_base.evbase, &s.listen_ev, s.listen_fd,
-                   OPAL_EV_READ | OPAL_EV_PERSIST, on_accept, nullptr);
+    opal_event_set(opal_pmix_base.evbase, &s.listen_ev, s.listen_fd, OPAL_EV_READ | OPAL_EV_PERSIST,
+                   on_accept, nullptr);
     opal_event_add(&s.listen_ev, nullptr);
     opal_event_evtimer_set(opal_pmix_base.evbase, &s.tick_ev, on_tick, nullptr);
     timeval tv{1, 0};
@@ -210,7 +210,8 @@ void stop_all() {
     }
 }
 
-void send_to(Conn& c, core::MsgType type, std::uint32_t req, std::span<const std::uint8_t> payload) {
+void send_to(Conn& c, core::MsgType type, std::uint32_t req,
+             std::span<const std::uint8_t> payload) {
     c.out.push_back(core::encode_message(type, req, payload));
     if (!c.write_armed && !flush(c)) {
         // The read side sees the failure and closes; keep nothing queued.

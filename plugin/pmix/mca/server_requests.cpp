@@ -164,9 +164,9 @@ void start_fence(core::Fence& f) {
         data = static_cast<char*>(malloc(blob.size()));
         std::memcpy(data, blob.data(), blob.size());
     }
-    const int rc = s.host.fence_nb == nullptr
-                       ? OPAL_ERR_NOT_SUPPORTED
-                       : s.host.fence_nb(&ctx->list1, &ctx->list2, data, blob.size(), fence_done, ctx);
+    const int rc = s.host.fence_nb == nullptr ? OPAL_ERR_NOT_SUPPORTED
+                                              : s.host.fence_nb(&ctx->list1, &ctx->list2, data,
+                                                                blob.size(), fence_done, ctx);
     if (rc != OPAL_SUCCESS) {
         if (s.host.fence_nb == nullptr)
             free(data);
@@ -443,18 +443,41 @@ bool handle(Conn& c, const core::FrameReader::Message& m) {
     }
     bool ok = false;
     switch (m.header.type) {
-        case MsgType::Commit: ok = on_commit(c, p); break;
-        case MsgType::Fence: ok = on_fence(c, req, p); break;
-        case MsgType::Get: ok = on_get(c, req, p); break;
-        case MsgType::JobData: ok = on_jobdata(c, req, p); break;
-        case MsgType::Abort: ok = on_abort(c, req, p); break;
-        case MsgType::Finalize: ok = p.empty() && on_finalize(c, req); break;
-        case MsgType::Publish: ok = on_publish(c, req, p); break;
-        case MsgType::Lookup: ok = on_lookup(c, req, p, false); break;
-        case MsgType::Unpublish: ok = on_lookup(c, req, p, true); break;
-        case MsgType::Spawn: ok = on_spawn(c, req, p); break;
-        case MsgType::Connect: ok = on_connect(c, req, p); break;
-        default: ok = false;  // Hello twice, or a server-to-client type
+        case MsgType::Commit:
+            ok = on_commit(c, p);
+            break;
+        case MsgType::Fence:
+            ok = on_fence(c, req, p);
+            break;
+        case MsgType::Get:
+            ok = on_get(c, req, p);
+            break;
+        case MsgType::JobData:
+            ok = on_jobdata(c, req, p);
+            break;
+        case MsgType::Abort:
+            ok = on_abort(c, req, p);
+            break;
+        case MsgType::Finalize:
+            ok = p.empty() && on_finalize(c, req);
+            break;
+        case MsgType::Publish:
+            ok = on_publish(c, req, p);
+            break;
+        case MsgType::Lookup:
+            ok = on_lookup(c, req, p, false);
+            break;
+        case MsgType::Unpublish:
+            ok = on_lookup(c, req, p, true);
+            break;
+        case MsgType::Spawn:
+            ok = on_spawn(c, req, p);
+            break;
+        case MsgType::Connect:
+            ok = on_connect(c, req, p);
+            break;
+        default:
+            ok = false;  // Hello twice, or a server-to-client type
     }
     if (!ok) {
         ++srv().counters.bad_messages;

@@ -47,7 +47,8 @@ int uds_listen(const std::string& path) {
     const mode_t old = umask(077);
     const int rc = bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
     umask(old);
-    if (rc != 0 || (path.front() != '@' && chmod(path.c_str(), 0600) != 0) || listen(fd, 128) != 0) {
+    if (rc != 0 || (path.front() != '@' && chmod(path.c_str(), 0600) != 0) ||
+        listen(fd, 128) != 0) {
         const int err = errno;
         close(fd);
         errno = err;
