@@ -497,3 +497,18 @@ def test_rail_cut_with_ob1_over_drtcp_is_a_clean_error(cluster, mpi):
     assert not result.timed_out, result
     assert result.rc != 0, result
     assert "RAIL_TRANSFER OK" not in result.stdout, result
+
+
+def test_bench_pmix_quick_run(cluster, components, tmp_path):
+    """scripts/bench-pmix --quick measures launch time and fence latency under
+    the stock module and pmix dr on this cluster and writes its table (the
+    figures are never judged here)."""
+    if not any(c.id == "pmix/dr" for c in components):
+        pytest.skip("not built: pmix/dr")
+    proc = subprocess.run([str(harness.REPO / "scripts" / "bench-pmix"), "--quick",
+                           "--out", str(tmp_path)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300 * harness.timeout_scale())
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    table = (tmp_path / "pmix.md").read_text()
+    for row in ("launch time", "fence, no data", "fence, collect"):
+        assert re.search(rf"^\| {row}.*\| [0-9.]+ \| (ok|over) \|", table, re.M), table
