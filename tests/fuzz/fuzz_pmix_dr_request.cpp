@@ -15,7 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <tuple>
 #include <vector>
 
 #include "fuzz_util.hpp"
@@ -27,38 +26,9 @@ using namespace plugin::pmix::core;
 
 constexpr std::size_t kMaxLength = std::size_t{1} << 20;
 
-auto fields(const HelloBody& b) {
-    return std::tie(b.proc, b.secret);
-}
-auto fields(const FenceBody& b) {
-    return std::tie(b.collect, b.procs, b.info);
-}
-auto fields(const GetBody& b) {
-    return std::tie(b.proc, b.key, b.immediate);
-}
-auto fields(const AbortBody& b) {
-    return std::tie(b.status, b.message, b.procs);
-}
-auto fields(const LookupBody& b) {
-    return std::tie(b.keys, b.info);
-}
-auto fields(const SpawnBody& b) {
-    return std::tie(b.job_info, b.apps);
-}
-auto fields(const EventBody& b) {
-    return std::tie(b.status, b.source, b.info);
-}
-auto fields(const KvList& l) {
-    return std::tie(l);
-}
-auto fields(const std::uint32_t& v) {
-    return std::tie(v);
-}
-auto fields(const std::vector<Record>& r) {
-    return std::tie(r);
-}
-auto fields(const ReplyBody& b) {
-    return std::tie(b.status);  // the body is compared as bytes below
+// The reply's body is compared as bytes (check_body re-encodes it).
+bool operator==(const ReplyBody& a, const ReplyBody& b) {
+    return a.status == b.status;
 }
 
 bool same(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
@@ -77,7 +47,7 @@ void check_body(std::span<const std::uint8_t> in, Decode decode, Encode enc) {
     fuzz::check(same(again, in), "re-encoding a decoded body changes its bytes");
     auto back = decode(again);
     fuzz::check(back.has_value(), "a re-encoded body does not decode");
-    fuzz::check(fields(*back) == fields(*d), "decode(encode(body)) differs from body");
+    fuzz::check(*back == *d, "decode(encode(body)) differs from body");
 }
 
 void check_payload(MsgType type, std::span<const std::uint8_t> p) {

@@ -20,7 +20,7 @@ using Bytes = std::vector<std::uint8_t>;
 using U8s = std::initializer_list<std::uint8_t>;
 
 inline Bytes bytes_of(std::string_view s) {
-    return Bytes(s.begin(), s.end());
+    return {s.begin(), s.end()};
 }
 
 // One value of every shape (scalars of every size at their maximum), each

@@ -51,15 +51,9 @@ bool selected_by_name() noexcept {
     const int idx = mca_base_var_find("orte", "oob", nullptr, nullptr);
     const char** value = nullptr;
     if (idx < 0 || mca_base_var_get_value(idx, &value, nullptr, nullptr) != OPAL_SUCCESS ||
-        value == nullptr || *value == nullptr)
+        value == nullptr)
         return false;
-    const std::string_view list = *value;
-    if (!list.empty() && list.front() == '^')
-        return false;  // an exclude list never names what it wants
-    for (const std::string_view item : plugin::common::split_list(list))
-        if (item == "drtcp")
-            return true;
-    return false;
+    return plugin::common::selection_names(*value, "drtcp");
 }
 
 // The addresses to publish: the filter, then (unless the user chose) no

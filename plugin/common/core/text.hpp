@@ -23,4 +23,15 @@ inline std::vector<std::string_view> split_list(std::string_view text) {
     return out;
 }
 
+// Whether an MCA selection value (`--mca <framework> a,b`) is an include
+// list naming `component`. An exclude list (^a,b) never names what it wants.
+inline bool selection_names(const char* selection, std::string_view component) {
+    if (selection == nullptr || selection[0] == '^')
+        return false;
+    for (const std::string_view item : split_list(selection))
+        if (item == component)
+            return true;
+    return false;
+}
+
 }  // namespace plugin::common

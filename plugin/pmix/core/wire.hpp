@@ -86,6 +86,7 @@ class FrameReader {
 struct HelloBody {
     ProcName proc{};
     std::uint64_t secret = 0;  // from the environment the server gave the child
+    friend bool operator==(const HelloBody&, const HelloBody&) = default;
 };
 std::vector<std::uint8_t> encode(const HelloBody& b);
 Result<HelloBody> decode_hello(std::span<const std::uint8_t> in);
@@ -94,6 +95,7 @@ struct FenceBody {
     bool collect = false;
     std::vector<ProcName> procs;  // canonical; {job, wildcard} = the whole job
     KvList info;                  // Connect only
+    friend bool operator==(const FenceBody&, const FenceBody&) = default;
 };
 std::vector<std::uint8_t> encode(const FenceBody& b);
 Result<FenceBody> decode_fence(std::span<const std::uint8_t> in);
@@ -102,6 +104,7 @@ struct GetBody {
     ProcName proc{};
     std::string key;
     bool immediate = false;  // answer from the server's store only
+    friend bool operator==(const GetBody&, const GetBody&) = default;
 };
 std::vector<std::uint8_t> encode(const GetBody& b);
 Result<GetBody> decode_get(std::span<const std::uint8_t> in);
@@ -110,6 +113,7 @@ struct AbortBody {
     std::int32_t status = 0;
     std::string message;
     std::vector<ProcName> procs;  // empty: the whole job
+    friend bool operator==(const AbortBody&, const AbortBody&) = default;
 };
 std::vector<std::uint8_t> encode(const AbortBody& b);
 Result<AbortBody> decode_abort(std::span<const std::uint8_t> in);
@@ -117,6 +121,7 @@ Result<AbortBody> decode_abort(std::span<const std::uint8_t> in);
 struct LookupBody {
     std::vector<std::string> keys;  // Unpublish: empty = all of mine
     KvList info;
+    friend bool operator==(const LookupBody&, const LookupBody&) = default;
 };
 std::vector<std::uint8_t> encode(const LookupBody& b);
 Result<LookupBody> decode_lookup(std::span<const std::uint8_t> in);
@@ -133,6 +138,7 @@ struct App {
 struct SpawnBody {
     KvList job_info;
     std::vector<App> apps;
+    friend bool operator==(const SpawnBody&, const SpawnBody&) = default;
 };
 std::vector<std::uint8_t> encode(const SpawnBody& b);
 Result<SpawnBody> decode_spawn(std::span<const std::uint8_t> in);
@@ -141,6 +147,7 @@ struct EventBody {
     std::int32_t status = 0;
     ProcName source{};
     KvList info;
+    friend bool operator==(const EventBody&, const EventBody&) = default;
 };
 std::vector<std::uint8_t> encode(const EventBody& b);
 Result<EventBody> decode_event(std::span<const std::uint8_t> in);

@@ -68,34 +68,28 @@ bool Connection::write_all(const std::vector<std::uint8_t>& bytes) {
 }
 
 void Connection::request(core::MsgType type, std::span<const std::uint8_t> payload, Done done) {
-    std::uint32_t req;
-    {
-        std::lock_guard lock(pending_mu_);
-        if (!alive_) {
-            req = 0;
-        } else {
-            req = next_req_++;
-            if (next_req_ == 0)
-                next_req_ = 1;
-            pending_.emplace(req, std::move(done));
-        }
-    }
-    if (req == 0) {
+    std::unique_lock lock(pending_mu_);
+    if (!alive_) {
+        lock.unlock();
         done(OPAL_ERR_COMM_FAILURE, {});
         return;
     }
-    if (!write_all(core::encode_message(type, req, payload))) {
-        Done d;
-        {
-            std::lock_guard lock(pending_mu_);
-            auto it = pending_.find(req);
-            if (it == pending_.end())
-                return;
-            d = std::move(it->second);
-            pending_.erase(it);
-        }
-        d(OPAL_ERR_COMM_FAILURE, {});
+    const std::uint32_t req = next_req_++;
+    if (next_req_ == 0)
+        next_req_ = 1;
+    pending_.emplace(req, std::move(done));
+    lock.unlock();
+    if (write_all(core::encode_message(type, req, payload)))
+        return;
+    Done failed;
+    lock.lock();
+    if (auto it = pending_.find(req); it != pending_.end()) {
+        failed = std::move(it->second);
+        pending_.erase(it);
     }
+    lock.unlock();
+    if (failed)
+        failed(OPAL_ERR_COMM_FAILURE, {});
 }
 
 int Connection::send_only(core::MsgType type, std::span<const std::uint8_t> payload) {

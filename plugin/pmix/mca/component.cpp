@@ -102,13 +102,7 @@ const char* get_version() noexcept {
 // keeps every job, because mpirun, orted and the applications only exclude
 // other components.
 bool selected_by_name() noexcept {
-    const char* sel = opal_pmix_base_framework.framework_selection;
-    if (sel == nullptr || sel[0] == '^')
-        return false;
-    for (const std::string_view item : plugin::common::split_list(sel))
-        if (item == "dr")
-            return true;
-    return false;
+    return plugin::common::selection_names(opal_pmix_base_framework.framework_selection, "dr");
 }
 
 int dr_register() noexcept {

@@ -58,15 +58,17 @@ bool flush(Conn& c) {
     return true;
 }
 
+// Event callbacks get the connection itself (its events are deleted before
+// it is freed) and look it up by id again after anything that may close it.
 void on_write(int, short, void* arg) {
-    const auto id = reinterpret_cast<std::uintptr_t>(arg);
+    const std::uint64_t id = static_cast<Conn*>(arg)->id;
     Conn* c = conn(id);
     if (c != nullptr && !flush(*c))
         close_conn(id);
 }
 
 void on_read(int fd, short, void* arg) {
-    const auto id = reinterpret_cast<std::uintptr_t>(arg);
+    const std::uint64_t id = static_cast<Conn*>(arg)->id;
     Server& s = srv();
     std::uint8_t buf[65536];
     for (;;) {
@@ -134,7 +136,7 @@ void on_accept(int fd, short, void*) {
         auto c = std::make_unique<Conn>(state().max_msg());
         c->id = s.next_conn++;
         c->fd = cfd;
-        void* arg = reinterpret_cast<void*>(static_cast<std::uintptr_t>(c->id));
+        void* arg = c.get();
         opal_event_set(opal_pmix_base.evbase, &c->read_ev, cfd, OPAL_EV_READ | OPAL_EV_PERSIST,
                        on_read, arg);
         opal_event_set(opal_pmix_base.evbase, &c->write_ev, cfd, OPAL_EV_WRITE | OPAL_EV_PERSIST,

@@ -32,6 +32,14 @@ struct OpCtx {
     OpCtx& operator=(const OpCtx&) = delete;
 };
 
+// A context for a request of client `c` that the launcher completes.
+OpCtx* new_ctx(const Conn& c, std::uint32_t req) {
+    auto* ctx = new OpCtx;
+    ctx->token = token_of(c.id, req);
+    ctx->proc = opal_name(c.proc);
+    return ctx;
+}
+
 void op_done(int status, void* cbdata) {
     std::unique_ptr<OpCtx> ctx(static_cast<OpCtx*>(cbdata));
     reply(ctx->token, status);
@@ -89,9 +97,7 @@ bool on_hello(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload)
     }
     c.identified = true;
     c.proc = b->proc;
-    auto* ctx = new OpCtx;
-    ctx->token = token_of(c.id, req);
-    ctx->proc = opal_name(b->proc);
+    auto* ctx = new_ctx(c, req);
     if (s.host.client_connected == nullptr) {
         hello_done(OPAL_SUCCESS, ctx);
         return true;
@@ -296,9 +302,7 @@ bool on_abort(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload)
     auto b = core::decode_abort(payload);
     if (!b)
         return false;
-    auto* ctx = new OpCtx;
-    ctx->token = token_of(c.id, req);
-    ctx->proc = opal_name(c.proc);
+    auto* ctx = new_ctx(c, req);
     ctx->text = b->message;
     append_names(&ctx->list1, b->procs);
     const int rc = s.host.abort == nullptr
@@ -315,9 +319,7 @@ bool on_finalize(Conn& c, std::uint32_t req) {
     c.finalized = true;
     if (core::Client* client = s.reg.client(c.proc); client != nullptr)
         client->finalized = true;
-    auto* ctx = new OpCtx;
-    ctx->token = token_of(c.id, req);
-    ctx->proc = opal_name(c.proc);
+    auto* ctx = new_ctx(c, req);
     const int rc = s.host.client_finalized == nullptr
                        ? OPAL_SUCCESS
                        : s.host.client_finalized(&ctx->proc, host_object(c.proc), op_done, ctx);
@@ -331,9 +333,7 @@ bool on_publish(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payloa
     auto list = core::decode_kvlist_body(payload);
     if (!list)
         return false;
-    auto* ctx = new OpCtx;
-    ctx->token = token_of(c.id, req);
-    ctx->proc = opal_name(c.proc);
+    auto* ctx = new_ctx(c, req);
     append_values(&ctx->list1, *list);
     append_uid(&ctx->list1, c.proc);
     const int rc = s.host.publish == nullptr
@@ -363,9 +363,7 @@ bool on_lookup(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload
     auto b = core::decode_lookup(payload);
     if (!b)
         return false;
-    auto* ctx = new OpCtx;
-    ctx->token = token_of(c.id, req);
-    ctx->proc = opal_name(c.proc);
+    auto* ctx = new_ctx(c, req);
     ctx->argv = to_argv(b->keys);
     append_values(&ctx->list1, b->info);
     append_uid(&ctx->list1, c.proc);
@@ -389,9 +387,7 @@ bool on_spawn(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload)
     auto b = core::decode_spawn(payload);
     if (!b)
         return false;
-    auto* ctx = new OpCtx;
-    ctx->token = token_of(c.id, req);
-    ctx->proc = opal_name(c.proc);
+    auto* ctx = new_ctx(c, req);
     append_values(&ctx->list1, b->job_info);
     for (const core::App& a : b->apps) {
         auto* app = OBJ_NEW(opal_pmix_app_t);
@@ -416,8 +412,7 @@ bool on_connect(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payloa
     auto b = core::decode_fence(payload);
     if (!b)
         return false;
-    auto* ctx = new OpCtx;
-    ctx->token = token_of(c.id, req);
+    auto* ctx = new_ctx(c, req);
     append_names(&ctx->list1, core::canonical(std::move(b->procs)));
     append_values(&ctx->list2, b->info);
     const int rc = s.host.connect == nullptr
