@@ -15,6 +15,8 @@ while mca_pmix_dr.so is not built. What each job needs from PMIx:
     spawn           spawn, connect of two jobs, CID agreement, disconnect
     connect_accept  publish/lookup/unpublish and connect/accept in one job
     fake hosts      several daemons: fences across them, remote dmodex
+    robustness      forged and malformed clients, a rank dying mid-fence,
+                    an abnormal exit notified to the survivors' handlers
 """
 
 from __future__ import annotations
@@ -156,6 +158,21 @@ def test_abnormal_exit_is_notified(mpi, components):
     assert len(notified) == 2 and all(int(n) >= 2 for n in notified), result
 
 
+@pytest.mark.mpi_timeout(60)
+def test_death_mid_fence_fails_the_fence(mpi, components):
+    """Rank 1 dies while ranks 0 and 2 wait for it in MPI_Finalize's fence
+    (with --enable-recovery, so ORTE leaves the job to us): the server fails
+    that fence for the survivors instead of letting them wait, and the job
+    ends."""
+    needs(components, "pmix/dr")
+    result = mpi.run("fence_death", np=3, timeout=30, mpirun_args=["--enable-recovery"],
+                     mca={"pmix": "dr", "pmix_dr_verbose": 20})
+    assert not result.timed_out, result
+    assert "rank 1 dies mid-fence" in result.stdout, result
+    assert re.search(r"\[pmix:dr\] served .* fences \(1 failed\)",
+                     result.stdout + result.stderr), result
+
+
 @pytest.mark.mpi_timeout(120)
 def test_dead_peer_reported_by_pml_dr(mpi, programs, components, pmix):
     """The peer_death job of test_reliability (rank 1's network dies, pml dr
@@ -216,6 +233,18 @@ def test_ring_across_daemons(mpi, pmix, fake_hosts, modex):
     """tcp contact keys of ranks under another daemon, exchanged or fetched."""
     mca = {**pmix, **MULTI_HOST_BTL, **(DMODEX if modex == "dmodex" else {})}
     expect(mpi.run("ring", np=4, mca=mca, mpirun_args=fake_hosts(2)), "ring ok 4")
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("test", ["spawn", "connect_accept"])
+def test_dynamic_processes_across_daemons(mpi, pmix, fake_hosts, test):
+    """Spawned children and the two halves of connect/accept sit under
+    different daemons: the new job is registered on every daemon, and the
+    other group's contact keys come from the daemon that hosts them."""
+    mca = {**pmix, **MULTI_HOST_BTL}
+    np = 1 if test == "spawn" else 4
+    marker = "spawn OK" if test == "spawn" else "connect/accept OK"
+    expect(mpi.run(test, np=np, mca=mca, mpirun_args=fake_hosts(2)), marker)
 
 
 # ------------------------------------------------- with our other components
