@@ -123,6 +123,47 @@ def test_garbage_on_the_port_leaves_the_job_unharmed(mpi, fake_hosts):
     assert sum(c["refused"] + c["errors"] for c in counters) > 0, result
 
 
+def _silent_callers(port: int, n: int, outcome: dict) -> None:
+    """Open n connections to mpirun's port that never say anything; report
+    whether the oldest is closed by the other side."""
+    deadline = time.monotonic() + 30
+    conns: list[socket.socket] = []
+    try:
+        while len(conns) < n and time.monotonic() < deadline:
+            try:
+                conns.append(socket.create_connection(("127.0.0.1", port), timeout=1))
+            except OSError:
+                time.sleep(0.02)  # mpirun is not listening yet
+        outcome["opened"] = len(conns)
+        if conns:
+            conns[0].settimeout(10)
+            try:
+                outcome["oldest_closed"] = conns[0].recv(1) == b""
+            except OSError as exc:  # reset counts as closed, a timeout does not
+                outcome["oldest_closed"] = not isinstance(exc, socket.timeout)
+    finally:
+        for c in conns:
+            c.close()
+
+
+@pytest.mark.mpi_timeout(120)
+def test_silent_callers_are_bounded(mpi):
+    """70 connections that never send a CONNECT: past 64 the listener closes
+    the oldest, and the job is not disturbed."""
+    port = 32000 + (os.getpid() % 2000)
+    outcome: dict = {}
+    t = threading.Thread(target=_silent_callers, args=(port, 70, outcome), daemon=True)
+    t.start()
+    result = mpi.run("demo", np=2, args=[1 << 21, 10],
+                     mca={**OOB, "oob_drtcp_static_ports": str(port), "pml": "ob1",
+                          "btl": "self,tcp"})
+    t.join()
+    expect(result, "demo ok")
+    assert outcome.get("opened") == 70, outcome
+    assert outcome.get("oldest_closed"), outcome
+    assert "too many connections without CONNECT" in result.stdout + result.stderr, result
+
+
 @pytest.mark.mpi_timeout(120)
 def test_killed_daemon_ends_the_job_with_an_error(mpi, fake_hosts, tmp_path):
     killed: list[int] = []

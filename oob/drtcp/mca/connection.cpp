@@ -305,12 +305,32 @@ void on_write(int, short, void* arg) {
     }
 }
 
+// Accepted connections still waiting for their CONNECT, at most: a caller
+// that connects and stays silent cannot pile up sockets; the oldest goes.
+constexpr std::size_t kMaxUnidentified = 64;
+
+void limit_unidentified() {
+    State& s = state();
+    Connection* oldest = nullptr;
+    std::size_t n = 0;
+    for (const auto& c : s.conns) {
+        if (!c->outgoing && c->peer == nullptr && n++ == 0)
+            oldest = c.get();
+    }
+    if (n < kMaxUnidentified)
+        return;
+    ++s.counters.refused;
+    logf(s.log, LogLevel::Warn, "too many connections without CONNECT: closing the oldest");
+    close_connection(oldest);
+}
+
 void on_accept(int fd, short, void*) {
     bury();
     for (;;) {
         const int nfd = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (nfd < 0)
             return;  // EAGAIN, or an error the next event reports again
+        limit_unidentified();
         net::apply_options(nfd, socket_options());
         (void)new_connection(nfd, false);
     }
