@@ -143,7 +143,7 @@ TEST(DrtcpConfig, ValidationNamesTheParameter) {
     r.links = 0;
     EXPECT_NE(validate(r, c).find("links"), std::string::npos);
     r = default_params();
-    r.fault_drop = 1.5;
+    r.faults.drop = 1.5;
     EXPECT_NE(validate(r, c).find("fault"), std::string::npos);
     r = default_params();
     r.port_min_v4 = 65000;

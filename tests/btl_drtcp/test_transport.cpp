@@ -266,7 +266,7 @@ TEST(DrtcpTransport, StrangersAndGarbageAreRefusedWhileTheJobGoesOn) {
 
 TEST(DrtcpTransport, KilledModuleFailsBothSides) {
     core::Config c = loopback_config();
-    c.fault_fail_after = 5;
+    c.faults.fail_after = 5;
     Rank a({7, 0}, c), b({7, 1});
     adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
     b.t->add_endpoint(0, a.name, a.addr(), nullptr);
@@ -332,9 +332,9 @@ TEST(DrtcpTransport, PutLandsInRegisteredMemoryAndAForgedOneClosesTheConnection)
 
 TEST(DrtcpTransport, InjectedDropAndCorruptionHitTheConfiguredShare) {
     core::Config c = loopback_config();
-    c.fault_drop = 0.2;
-    c.fault_corrupt = 0.2;
-    c.fault_seed = 11;
+    c.faults.drop = 0.2;
+    c.faults.corrupt = 0.2;
+    c.faults.seed = 11;
     Rank a({7, 0}), b({7, 1}, c);
     adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
     b.t->add_endpoint(0, a.name, a.addr(), nullptr);

@@ -193,7 +193,7 @@ TEST(DrucxConfig, ListsAndBounds) {
     r.max_pending_peer = r.max_pending + 1;
     EXPECT_NE(validate(r, c).find("max_pending"), std::string::npos);
     r = default_params();
-    r.fault_corrupt = -0.5;
+    r.faults.corrupt = -0.5;
     EXPECT_NE(validate(r, c).find("fault"), std::string::npos);
 }
 

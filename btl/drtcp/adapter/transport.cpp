@@ -32,7 +32,7 @@ Transport::Transport(const core::Config& config, core::ProcName self, std::uint3
       log_(&log),
       sockopts_{config.sndbuf, config.rcvbuf, config.nodelay, config.user_timeout_ms},
       epfd_(::epoll_create1(EPOLL_CLOEXEC)),
-      faults_(config.fault_drop, config.fault_corrupt, 0.0, config.fault_seed),
+      faults_(config.faults),
       scratch_(kScratchBytes),
       regions_(static_cast<std::uint64_t>(monotonic_micros()) ^ (std::uint64_t{self.jobid} << 32) ^
                self.vpid) {}
@@ -245,10 +245,10 @@ SendResult Transport::send(Endpoint* ep, const plugin::common::SendQueue::Frame&
     Module& m = modules_[static_cast<std::size_t>(ep->module)];
     if (m.dead || m.dying || !ep->fsm.usable())
         return SendResult::Unreachable;
-    if (config_.fault_fail_after != 0 && ++m.sent > config_.fault_fail_after) {
+    if (config_.faults.fail_after != 0 && ++m.sent > config_.faults.fail_after) {
         logf(*log_, LogLevel::Warn, "fault injection: module %s link %u dies after %llu frames",
              m.local.name.c_str(), m.link,
-             static_cast<unsigned long long>(config_.fault_fail_after));
+             static_cast<unsigned long long>(config_.faults.fail_after));
         m.dying = true;
         dying_ = true;
         return SendResult::Unreachable;

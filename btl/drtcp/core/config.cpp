@@ -75,12 +75,8 @@ std::string validate(const RawParams& raw, Config& out) {
     if (raw.sendq_frames < 2 || raw.sendq_frames > 65536)
         return "btl_drtcp_sendq_frames must be in 2..65536";
     c.sendq_frames = raw.sendq_frames;
-    if (!is_probability(raw.fault_drop) || !is_probability(raw.fault_corrupt))
+    if (!plugin::common::validate_faults(raw.faults, c.faults))
         return "btl_drtcp_fault_drop/corrupt must be probabilities in 0..1";
-    c.fault_drop = raw.fault_drop;
-    c.fault_corrupt = raw.fault_corrupt;
-    c.fault_fail_after = raw.fault_fail_after;
-    c.fault_seed = raw.fault_seed;
     out = c;
     return {};
 }

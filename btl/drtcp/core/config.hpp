@@ -10,6 +10,8 @@
 #include "addr.hpp"
 #include "endpoint.hpp"
 
+#include "fault.hpp"
+
 namespace btl::drtcp::core {
 
 enum class FamilyChoice : int { Any = 0, Ipv4 = 4, Ipv6 = 6 };
@@ -31,10 +33,7 @@ struct RawParams {
     unsigned connect_attempts = 10;
     unsigned user_timeout_ms = 0;  // TCP_USER_TIMEOUT and keepalive (0: kernel defaults)
     unsigned sendq_frames = 512;   // per endpoint
-    double fault_drop = 0.0;
-    double fault_corrupt = 0.0;
-    unsigned fault_fail_after = 0;
-    unsigned fault_seed = 0;
+    plugin::common::BtlFaultParams faults;
 };
 
 RawParams default_params() noexcept;
@@ -55,10 +54,7 @@ struct Config {
     ConnectPolicy connect;
     unsigned user_timeout_ms = 0;
     unsigned sendq_frames = 512;
-    double fault_drop = 0.0;
-    double fault_corrupt = 0.0;
-    std::uint64_t fault_fail_after = 0;  // 0: never
-    std::uint64_t fault_seed = 0;
+    plugin::common::BtlFaults faults;
 };
 
 // Empty string: valid, `out` filled. Otherwise what is wrong, naming the parameter.

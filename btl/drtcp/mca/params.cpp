@@ -69,21 +69,9 @@ int register_params(const mca_base_component_t* component) noexcept {
         ParamSpec{"sendq_frames",
                   "Frames queued per peer before new descriptors are refused (back-pressure)",
                   ParamType::Unsigned, &r.sendq_frames, d.sendq_frames},
-        ParamSpec{"fault_drop",
-                  "Testing: probability (0..1) that an arriving frame is dropped (its sender saw "
-                  "it sent)",
-                  ParamType::Double, &r.fault_drop, 0, d.fault_drop},
-        ParamSpec{"fault_corrupt",
-                  "Testing: probability (0..1) that an arriving frame gets one bit flipped",
-                  ParamType::Double, &r.fault_corrupt, 0, d.fault_corrupt},
-        ParamSpec{"fault_fail_after",
-                  "Testing: after this many frames sent by a module it dies as if its network "
-                  "were gone (0: never)",
-                  ParamType::Unsigned, &r.fault_fail_after, d.fault_fail_after},
-        ParamSpec{"fault_seed", "Testing: seed of the fault injection (runs replay exactly)",
-                  ParamType::Unsigned, &r.fault_seed, d.fault_seed},
     };
-    return plugin::common::register_params(component, specs);
+    return plugin::common::register_params(component, specs) +
+           plugin::common::register_params(component, plugin::common::btl_fault_specs(r.faults));
 }
 
 }  // namespace btl::drtcp::mca

@@ -47,12 +47,8 @@ std::string validate(const RawParams& raw, Config& out) {
         return "btl_drucx_max_pending must be >= 16 and max_pending_peer in 4..max_pending";
     c.max_pending = raw.max_pending;
     c.max_pending_peer = raw.max_pending_peer;
-    if (!is_probability(raw.fault_drop) || !is_probability(raw.fault_corrupt))
+    if (!plugin::common::validate_faults(raw.faults, c.faults))
         return "btl_drucx_fault_drop/corrupt must be probabilities in 0..1";
-    c.fault_drop = raw.fault_drop;
-    c.fault_corrupt = raw.fault_corrupt;
-    c.fault_fail_after = raw.fault_fail_after;
-    c.fault_seed = raw.fault_seed;
     out = c;
     return {};
 }

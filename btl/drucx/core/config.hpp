@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "fault.hpp"
+
 namespace btl::drucx::core {
 
 struct RawParams {
@@ -12,10 +14,7 @@ struct RawParams {
     const char* devices = nullptr;
     unsigned max_pending = 4096;  // operations in flight, all peers
     unsigned max_pending_peer = 512;
-    double fault_drop = 0.0;
-    double fault_corrupt = 0.0;
-    unsigned fault_fail_after = 0;
-    unsigned fault_seed = 0;
+    plugin::common::BtlFaultParams faults;
 };
 
 RawParams default_params() noexcept;
@@ -25,10 +24,7 @@ struct Config {
     std::vector<std::string> devices;  // empty: all
     unsigned max_pending = 4096;
     unsigned max_pending_peer = 512;
-    double fault_drop = 0.0;
-    double fault_corrupt = 0.0;
-    std::uint64_t fault_fail_after = 0;
-    std::uint64_t fault_seed = 0;
+    plugin::common::BtlFaults faults;
 };
 
 // Comma-separated names of transports or devices ("posix,cma", "mlx5_0:1").

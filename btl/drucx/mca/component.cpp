@@ -473,8 +473,7 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     if (res->device != "memory")
         m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 98;
     s.module = m;
-    s.faults = plugin::common::FaultInjector(s.config.fault_drop, s.config.fault_corrupt, 0.0,
-                                             s.config.fault_seed);
+    s.faults = plugin::common::FaultInjector(s.config.faults);
     // Beside shared memory, cma gives single-copy gets for large messages.
     const std::vector<std::uint8_t> am_addr = s.iface->address();
     std::vector<std::uint8_t> rma_addr;

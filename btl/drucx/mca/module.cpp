@@ -210,7 +210,7 @@ mca_btl_base_descriptor_t* drucx_prepare_src(mca_btl_base_module_t* btl,
 int die() {
     State& s = state();
     logf(s.log, LogLevel::Warn, "fault injection: drucx dies after %llu messages",
-         static_cast<unsigned long long>(s.config.fault_fail_after));
+         static_cast<unsigned long long>(s.config.faults.fail_after));
     s.dead = true;
     for (mca_btl_base_endpoint_t* e : s.endpoints)
         if (!e->failed)
@@ -225,7 +225,7 @@ inline int may_send(const mca_btl_base_endpoint_t* ep) {
     if (ep->failed || s.dead)
         return OPAL_ERR_UNREACH;
     ++s.sent;
-    if (s.config.fault_fail_after != 0 && s.sent > s.config.fault_fail_after) [[unlikely]]
+    if (s.config.faults.fail_after != 0 && s.sent > s.config.faults.fail_after) [[unlikely]]
         return die();
     return OPAL_SUCCESS;
 }

@@ -33,21 +33,9 @@ int register_params(const mca_base_component_t* component) noexcept {
         ParamSpec{"max_pending_peer",
                   "Sends waiting for UCX resources or in flight by zcopy, per peer",
                   ParamType::Unsigned, &r.max_pending_peer, d.max_pending_peer},
-        ParamSpec{"fault_drop",
-                  "Testing: probability (0..1) that an arriving message is dropped (its sender "
-                  "saw it sent)",
-                  ParamType::Double, &r.fault_drop, 0, d.fault_drop},
-        ParamSpec{"fault_corrupt",
-                  "Testing: probability (0..1) that an arriving message gets one bit flipped",
-                  ParamType::Double, &r.fault_corrupt, 0, d.fault_corrupt},
-        ParamSpec{"fault_fail_after",
-                  "Testing: after this many messages sent the module dies as if its transport "
-                  "were gone (0: never)",
-                  ParamType::Unsigned, &r.fault_fail_after, d.fault_fail_after},
-        ParamSpec{"fault_seed", "Testing: seed of the fault injection (runs replay exactly)",
-                  ParamType::Unsigned, &r.fault_seed, d.fault_seed},
     };
-    return plugin::common::register_params(component, specs);
+    return plugin::common::register_params(component, specs) +
+           plugin::common::register_params(component, plugin::common::btl_fault_specs(r.faults));
 }
 
 }  // namespace btl::drucx::mca

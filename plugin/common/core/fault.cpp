@@ -10,6 +10,13 @@ double clamp01(double p) noexcept {
 }
 }  // namespace
 
+bool validate_faults(const BtlFaultParams& raw, BtlFaults& out) noexcept {
+    if (!is_probability(raw.drop) || !is_probability(raw.corrupt))
+        return false;
+    out = {raw.drop, raw.corrupt, raw.fail_after, raw.seed};
+    return true;
+}
+
 FaultInjector::FaultInjector(double drop, double corrupt, double duplicate,
                              std::uint64_t seed) noexcept
     : drop_(clamp01(drop)), corrupt_(clamp01(corrupt)), dup_(clamp01(duplicate)), state_(seed) {}

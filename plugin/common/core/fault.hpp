@@ -27,11 +27,31 @@ struct FaultCounters {
     std::uint64_t duplicated = 0;
 };
 
+// The fault-injection parameters our BTLs share (btl_<name>_fault_*): what
+// the MCA variables hold, and the values once validated.
+struct BtlFaultParams {
+    double drop = 0.0;
+    double corrupt = 0.0;
+    unsigned fail_after = 0;
+    unsigned seed = 0;
+};
+struct BtlFaults {
+    double drop = 0.0;             // probability that an arriving frame is dropped
+    double corrupt = 0.0;          // ... gets one bit flipped
+    std::uint64_t fail_after = 0;  // frames sent before the module dies; 0: never
+    std::uint64_t seed = 0;
+};
+// False (out untouched) when a probability is outside 0..1.
+bool validate_faults(const BtlFaultParams& raw, BtlFaults& out) noexcept;
+
 class FaultInjector {
   public:
     FaultInjector() = default;
     // Probabilities outside 0..1 are clamped.
     FaultInjector(double drop, double corrupt, double duplicate, std::uint64_t seed) noexcept;
+    // A BTL's receive-side faults (it never duplicates).
+    explicit FaultInjector(const BtlFaults& f) noexcept
+        : FaultInjector(f.drop, f.corrupt, 0.0, f.seed) {}
 
     [[nodiscard]] bool enabled() const noexcept { return drop_ > 0 || corrupt_ > 0 || dup_ > 0; }
     // The fate of the next frame of `frame_len` bytes. A dropped frame is

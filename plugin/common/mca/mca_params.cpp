@@ -1,8 +1,29 @@
 #include "mca_params.hpp"
 
+#include "fault.hpp"
 #include "ompi_prelude.hpp"
 
 namespace plugin::common {
+
+std::array<ParamSpec, 4> btl_fault_specs(BtlFaultParams& p) noexcept {
+    const BtlFaultParams d;
+    return {
+        ParamSpec{"fault_drop",
+                  "Testing: probability (0..1) that an arriving frame is dropped (its sender saw "
+                  "it sent)",
+                  ParamType::Double, &p.drop, 0, d.drop},
+        ParamSpec{"fault_corrupt",
+                  "Testing: probability (0..1) that an arriving frame gets one bit flipped",
+                  ParamType::Double, &p.corrupt, 0, d.corrupt},
+        ParamSpec{"fault_fail_after",
+                  "Testing: after this many frames sent the module dies as if its network "
+                  "were gone (0: never)",
+                  ParamType::Unsigned, &p.fail_after, d.fail_after},
+        ParamSpec{"fault_seed", "Testing: seed of the fault injection (runs replay exactly)",
+                  ParamType::Unsigned, &p.seed, d.seed},
+    };
+}
+
 namespace {
 
 mca_base_var_type_t to_var_type(ParamType type) noexcept {

@@ -2,6 +2,7 @@
 // parameters once, in one table (name, help, type, storage, default); one call
 // registers the lot with Open MPI so ompi_info lists them with help text.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <span>
 
@@ -31,6 +32,11 @@ struct ParamSpec {
     const ParamEnumValue* enum_values = nullptr;
     int info_level = 4;  // OPAL_INFO_LVL_1..9 as 1..9
 };
+
+struct BtlFaultParams;
+
+// The four btl_<name>_fault_* parameters (testing only), stored in `p`.
+std::array<ParamSpec, 4> btl_fault_specs(BtlFaultParams& p) noexcept;
 
 // Registers every entry; returns the number that failed (0 on success).
 int register_params(const mca_base_component_2_1_0_t* component,
