@@ -206,6 +206,13 @@ def test_connect_accept(mpi, pmix, np):
 
 
 @pytest.mark.mpi_timeout(120)
+def test_thread_multiple(mpi, pmix):
+    """MPI_THREAD_MULTIPLE: the client is initialised and used while several
+    threads per rank communicate (its I/O thread beside them)."""
+    expect(mpi.run("threads", np=3, mca={**pmix, "btl": "self,vader,tcp"}), "threads ok")
+
+
+@pytest.mark.mpi_timeout(120)
 def test_mpi4py(mpi, pmix):
     """A third-party MPI client (mpi4py, a Python interpreter) starts and talks."""
     expect(mpi.run_python("p2p_mpi4py.py", np=3, mca=pmix), "p2p_mpi4py ok 3")
