@@ -88,6 +88,15 @@ def test_selected_when_named(mpi, components):
     assert pmix_selections(result) == {"dr": 3}, result
 
 
+def test_parameters_listed_with_help(mpi, components):
+    """ompi_info lists every pmix dr parameter with its help text."""
+    needs(components, "pmix/dr")
+    result = mpi.run_tool(["ompi_info", "--param", "pmix", "dr", "--level", "9"])
+    result.check()
+    for name in ("verbose", "max_msg_size", "get_timeout", "max_pending"):
+        assert re.search(rf"pmix_dr_{name}\b.*\n\s+\S", result.stdout), name
+
+
 @pytest.mark.mpi_timeout(60)
 def test_stock_run_does_not_use_it(mpi):
     """Installed but not named, the component stays out of the way: mpirun

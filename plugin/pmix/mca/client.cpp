@@ -13,10 +13,6 @@ namespace plugin::pmix::mca::client {
 
 namespace {
 
-struct Handler {
-    opal_pmix_notification_fn_t fn = nullptr;
-};
-
 struct Client {
     std::mutex life_mu;  // init and finalize, one at a time
     std::mutex mu;       // puts, handlers (never held while waiting on the server)
@@ -25,7 +21,7 @@ struct Client {
     Connection conn;
     core::KvList puts;  // since the last commit
     core::HandlerChain chain;
-    std::map<std::uint64_t, Handler> handlers;
+    std::map<std::uint64_t, opal_pmix_notification_fn_t> handlers;  // by token
     std::uint64_t next_token = 1;
 };
 
@@ -109,7 +105,7 @@ void on_event(const core::EventBody& ev) {
         std::lock_guard lock(c.mu);
         for (const std::uint64_t t : c.chain.for_event(ev.status))
             if (auto it = c.handlers.find(t); it != c.handlers.end())
-                run->fns.push_back(it->second.fn);
+                run->fns.push_back(it->second);
     }
     logf(state().log, LogLevel::Debug, "event %d from %u.%u: %zu handlers", ev.status,
          ev.source.jobid, ev.source.vpid, run->fns.size());
@@ -122,11 +118,15 @@ void on_event(const core::EventBody& ev) {
     run_next(run.release());
 }
 
-std::vector<ProcName> participants(opal_list_t* procs) {
-    std::vector<ProcName> names = names_of(procs);
-    if (names.empty())
-        names.push_back({cl().me.jobid, core::kRankWildcard});
-    return core::canonical(std::move(names));
+// A collective over `procs` (NULL or empty: my whole job), canonical.
+std::vector<std::uint8_t> collective(opal_list_t* procs, bool collect) {
+    core::FenceBody b;
+    b.collect = collect;
+    b.procs = names_of(procs);
+    if (b.procs.empty())
+        b.procs.push_back({cl().me.jobid, core::kRankWildcard});
+    b.procs = core::canonical(std::move(b.procs));
+    return core::encode(b);
 }
 
 // Asks the server for a job's registered data (another job's, after
@@ -245,10 +245,7 @@ int commit() noexcept {
 
 int fence_nb(opal_list_t* procs, int collect, opal_pmix_op_cbfunc_t cb, void* cbdata) noexcept {
     return guarded([&]() -> int {
-        core::FenceBody b;
-        b.collect = collect != 0;
-        b.procs = participants(procs);
-        cl().conn.request(core::MsgType::Fence, core::encode(b),
+        cl().conn.request(core::MsgType::Fence, collective(procs, collect != 0),
                           [cb, cbdata, collect](int status, std::span<const std::uint8_t> body) {
                               if (status == OPAL_SUCCESS && !ingest(body, collect != 0))
                                   status = OPAL_ERR_UNPACK_FAILURE;
@@ -261,11 +258,8 @@ int fence_nb(opal_list_t* procs, int collect, opal_pmix_op_cbfunc_t cb, void* cb
 
 int fence(opal_list_t* procs, int collect) noexcept {
     return guarded([&]() -> int {
-        core::FenceBody b;
-        b.collect = collect != 0;
-        b.procs = participants(procs);
-        Answer a = cl().conn.call(core::MsgType::Fence, core::encode(b));
-        if (a.status == OPAL_SUCCESS && !ingest(a.body, b.collect))
+        Answer a = cl().conn.call(core::MsgType::Fence, collective(procs, collect != 0));
+        if (a.status == OPAL_SUCCESS && !ingest(a.body, collect != 0))
             return OPAL_ERR_UNPACK_FAILURE;
         return a.status;
     });
@@ -368,29 +362,23 @@ int lookup(opal_list_t* data, opal_list_t* info) noexcept {
         Answer a = cl().conn.call(core::MsgType::Lookup, core::encode(b));
         if (a.status != OPAL_SUCCESS)
             return a.status;
-        opal_list_t found;
-        OBJ_CONSTRUCT(&found, opal_list_t);
-        int rc = lookup_results(a.body, &found);
+        auto recs = core::decode_records(a.body);
+        if (!recs)
+            return OPAL_ERR_UNPACK_FAILURE;
+        // Each requested key gets its publisher and value, if it was found.
+        int rc = OPAL_SUCCESS;
         OPAL_LIST_FOREACH(pd, data, opal_pmix_pdata_t) {
-            opal_pmix_pdata_t* hit = nullptr;
-            opal_pmix_pdata_t* f;
-            OPAL_LIST_FOREACH(f, &found, opal_pmix_pdata_t) {
-                if (f->value.key != nullptr && pd->value.key != nullptr &&
-                    std::strcmp(f->value.key, pd->value.key) == 0)
-                    hit = f;
+            const core::Value* value = nullptr;
+            for (const core::Record& r : *recs) {
+                if (pd->value.key != nullptr && (value = core::find_key(r.values, pd->value.key))) {
+                    pd->proc = opal_name(r.proc);
+                    fill_opal(pd->value, pd->value.key, *value);
+                    break;
+                }
             }
-            if (hit == nullptr) {
-                if (rc == OPAL_SUCCESS)
-                    rc = OPAL_ERR_NOT_FOUND;
-                continue;
-            }
-            pd->proc = hit->proc;
-            const char* k = pd->value.key;
-            core::Value v;
-            if (to_core(hit->value, v))
-                fill_opal(pd->value, k, v);
+            if (value == nullptr)
+                rc = OPAL_ERR_NOT_FOUND;
         }
-        OPAL_LIST_DESTRUCT(&found);
         return rc;
     });
 }
@@ -481,17 +469,13 @@ int spawn_nb(opal_list_t* job_info, opal_list_t* apps, opal_pmix_spawn_cbfunc_t 
 
 int connect(opal_list_t* procs) noexcept {
     return guarded([&]() -> int {
-        core::FenceBody b;
-        b.procs = participants(procs);
-        return cl().conn.call(core::MsgType::Connect, core::encode(b)).status;
+        return cl().conn.call(core::MsgType::Connect, collective(procs, false)).status;
     });
 }
 
 int connect_nb(opal_list_t* procs, opal_pmix_op_cbfunc_t cb, void* cbdata) noexcept {
     return guarded([&]() -> int {
-        core::FenceBody b;
-        b.procs = participants(procs);
-        cl().conn.request(core::MsgType::Connect, core::encode(b),
+        cl().conn.request(core::MsgType::Connect, collective(procs, false),
                           [cb, cbdata](int status, std::span<const std::uint8_t>) {
                               if (cb != nullptr)
                                   cb(status, cbdata);
@@ -515,7 +499,7 @@ void register_evhandler(opal_list_t* codes, opal_list_t* info, opal_pmix_notific
         Client& c = cl();
         std::lock_guard lock(c.mu);
         const std::uint64_t token = c.next_token++;
-        c.handlers[token] = Handler{handler};
+        c.handlers[token] = handler;
         ref = c.chain.add(std::move(list), flag(info, OPAL_PMIX_EVENT_ORDER_PREPEND), token);
     } catch (...) {
         rc = OPAL_ERR_OUT_OF_RESOURCE;

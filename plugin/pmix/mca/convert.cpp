@@ -122,8 +122,9 @@ core::KvList to_core_list(opal_list_t* list) {
 }
 
 void fill_opal(opal_value_t& out, std::string_view key, const core::Value& v) {
+    char* k = strndup(key.data(), key.size());  // `key` may be out.key itself
     free(out.key);
-    out.key = strndup(key.data(), key.size());
+    out.key = k;
     out.type = static_cast<opal_data_type_t>(v.type);
     std::memset(&out.data, 0, sizeof(out.data));
     switch (v.shape) {

@@ -1,6 +1,7 @@
 // What the server does with each client message, and the launcher's
 // callbacks that complete them.
 #include <cstring>
+#include <optional>
 #include <unistd.h>
 
 #include "server.hpp"
@@ -52,6 +53,17 @@ std::vector<std::uint8_t> one_record(ProcName proc, const core::KvList& values) 
 
 void release_blob(void* blob) {
     delete static_cast<std::vector<std::uint8_t>*>(blob);
+}
+
+// The launcher request parked under `token`, removed (none if already answered).
+std::optional<HostWait> take_host_wait(std::uint64_t token) {
+    auto& waits = srv().host_waits;
+    auto it = waits.find(token);
+    if (it == waits.end())
+        return std::nullopt;
+    const HostWait w = it->second;
+    waits.erase(it);
+    return w;
 }
 
 // A remote daemon asked (through the launcher) for this client's data.
@@ -505,12 +517,8 @@ void release_commit_waiters(const core::Client& c) {
             reply(t, OPAL_SUCCESS, one_record(c.proc, c.local));
             continue;
         }
-        auto it = s.host_waits.find(t);
-        if (it == s.host_waits.end())
-            continue;
-        const HostWait w = it->second;
-        s.host_waits.erase(it);
-        answer_host(w, c);
+        if (const auto w = take_host_wait(t))
+            answer_host(*w, c);
     }
 }
 
@@ -527,12 +535,8 @@ void expire_waits() {
                 reply(t, OPAL_ERR_TIMEOUT);
                 continue;
             }
-            auto it = s.host_waits.find(t);
-            if (it == s.host_waits.end())
-                continue;
-            const HostWait w = it->second;
-            s.host_waits.erase(it);
-            w.cb(OPAL_ERR_TIMEOUT, nullptr, 0, w.cbdata, nullptr, nullptr);
+            if (const auto w = take_host_wait(t))
+                w->cb(OPAL_ERR_TIMEOUT, nullptr, 0, w->cbdata, nullptr, nullptr);
         }
     }
 }
