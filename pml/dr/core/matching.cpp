@@ -137,6 +137,16 @@ void CommMatcher::take_posted_from(std::int32_t src, std::vector<Handle>& out) {
 bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
     auto& specific = in_[static_cast<std::size_t>(src)].posted;
     auto match = [tag](const Posted& p) { return tag_matches(p.tag, tag); };
+    // The common case: no wildcard receive and the oldest specific one matches.
+    if (wild_.empty()) {
+        if (specific.empty())
+            return false;
+        if (match(specific.front())) {
+            out = specific.front().recv;
+            specific.pop_front();
+            return true;
+        }
+    }
     auto s = std::find_if(specific.begin(), specific.end(), match);
     auto w = std::find_if(wild_.begin(), wild_.end(), match);
     const bool have_s = s != specific.end();
@@ -209,6 +219,8 @@ plugin::common::Result<void> CommMatcher::arrive(const MessageInfo& info,
     }
     ++s.expected_seq;
     deliver_in_order(info, eager, sink, held_bytes);
+    if (s.cant_match.empty())
+        return {};
     // The gap may have closed for messages that arrived early.
     for (auto it = s.cant_match.find(s.expected_seq); it != s.cant_match.end();
          it = s.cant_match.find(s.expected_seq)) {

@@ -8,8 +8,6 @@
 
 namespace pml::dr::core {
 
-using plugin::common::ByteReader;
-using plugin::common::ByteWriter;
 using plugin::common::crc32c;
 using plugin::common::Error;
 using plugin::common::ErrorCode;
@@ -22,24 +20,62 @@ constexpr std::size_t kCrcOffset = 4;
 std::string_view type_names[] = {"invalid", "MATCH", "RNDV",   "CTS",
                                  "FRAG",    "ACK",   "CREDIT", "NACK"};
 
-void put_common(ByteWriter& w, const Common& c, FrameType type) noexcept {
-    w.u8(kWireVersion);
-    w.u8(static_cast<std::uint8_t>(type));
-    w.u16(c.flags);
-    w.u32(0);  // hdr_crc, patched last
-    w.u32(c.src_jobid);
-    w.u32(c.src_vpid);
-    w.u32(c.frame_seq);
+// Every header has a fixed size per type, checked once before any field is
+// touched; fields are then one load or store each at their offset (big-endian,
+// through memcpy: no struct is cast onto bytes). The writer and reader only
+// advance a cursor that the compiler folds into constants.
+class FixedWriter {
+  public:
+    explicit FixedWriter(std::uint8_t* p) noexcept : p_(p) {}
+    template <std::unsigned_integral T>
+    void put(T v) noexcept {
+        v = plugin::common::to_big_endian(v);
+        std::memcpy(p_ + at_, &v, sizeof v);
+        at_ += sizeof v;
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return at_; }
+
+  private:
+    std::uint8_t* p_;
+    std::size_t at_ = 0;
+};
+
+class FixedReader {
+  public:
+    explicit FixedReader(const std::uint8_t* p) noexcept : p_(p) {}
+    template <std::unsigned_integral T>
+    T get() noexcept {
+        T v;
+        std::memcpy(&v, p_ + at_, sizeof v);
+        at_ += sizeof v;
+        return plugin::common::to_big_endian(v);
+    }
+    std::uint32_t u32() noexcept { return get<std::uint32_t>(); }
+    std::uint64_t u64() noexcept { return get<std::uint64_t>(); }
+
+  private:
+    const std::uint8_t* p_;
+    std::size_t at_ = 0;
+};
+
+void put_common(FixedWriter& w, const Common& c, FrameType type) noexcept {
+    w.put(kWireVersion);
+    w.put(static_cast<std::uint8_t>(type));
+    w.put(c.flags);
+    w.put(std::uint32_t{0});  // hdr_crc, sealed last
+    w.put(c.src_jobid);
+    w.put(c.src_vpid);
+    w.put(c.frame_seq);
 }
 
-void put_match(ByteWriter& w, const MatchFields& m) noexcept {
-    w.u32(m.cid);
-    w.u32(static_cast<std::uint32_t>(m.src_rank));
-    w.u32(static_cast<std::uint32_t>(m.tag));
-    w.u16(m.msg_seq);
-    w.u16(0);
-    w.u32(m.payload_len);
-    w.u32(m.payload_crc);
+void put_match(FixedWriter& w, const MatchFields& m) noexcept {
+    w.put(m.cid);
+    w.put(static_cast<std::uint32_t>(m.src_rank));
+    w.put(static_cast<std::uint32_t>(m.tag));
+    w.put(m.msg_seq);
+    w.put(std::uint16_t{0});
+    w.put(m.payload_len);
+    w.put(m.payload_crc);
 }
 
 // The header CRC covers every header byte with the CRC field as zero. It
@@ -75,12 +111,20 @@ std::uint32_t header_crc(std::span<const std::uint8_t> hdr) noexcept {
     return crc32c(copy, n);
 }
 
-Result<std::size_t> seal(ByteWriter& w) noexcept {
-    auto n = w.finish();
-    if (!n)
-        return n;
-    w.patch_u32(kCrcOffset, header_crc(w.written()));
-    return n;
+void put_be32(std::uint8_t* p, std::uint32_t v) noexcept {
+    v = plugin::common::to_big_endian(v);
+    std::memcpy(p, &v, sizeof v);
+}
+
+// Encodes header type T of size N into out: the fields, then the CRC.
+template <std::size_t N, typename Fill>
+Result<std::size_t> encode_fixed(std::span<std::uint8_t> out, Fill&& fill) noexcept {
+    if (out.size() < N)
+        return fail(ErrorCode::NoSpace, "encode buffer too small");
+    FixedWriter w(out.data());
+    fill(w);
+    put_be32(out.data() + kCrcOffset, header_crc_fixed<N>(out.data()));
+    return w.size();
 }
 
 }  // namespace
@@ -96,27 +140,24 @@ Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
         return fail(ErrorCode::Truncated, "shorter than its type's header");
     if ((add_flags & ~(kFlagRetransmit | kFlagAckNow)) != 0)
         return fail(ErrorCode::BadField, "stamp adds only Retransmit and AckNow");
-    const auto put32 = [&](std::size_t at, std::uint32_t v) {
-        for (int i = 0; i < 4; ++i)
-            header[at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
-    };
     const auto flags = static_cast<std::uint16_t>(((header[2] << 8) | header[3]) | add_flags);
     header[2] = static_cast<std::uint8_t>(flags >> 8);
     header[3] = static_cast<std::uint8_t>(flags);
-    put32(kCommonHeaderSize - 4, frame_seq);
-    put32(kCrcOffset, header_crc(header.first(hsize)));
+    put_be32(header.data() + kCommonHeaderSize - 4, frame_seq);
+    put_be32(header.data() + kCrcOffset, header_crc(header.first(hsize)));
     return {};
 }
 
 namespace {
 
-MatchFields get_match(ByteReader& r) noexcept {
+// reserved_ok: false when the reserved u16 is not zero.
+MatchFields get_match(FixedReader& r, bool& reserved_ok) noexcept {
     MatchFields m;
     m.cid = r.u32();
     m.src_rank = static_cast<std::int32_t>(r.u32());
     m.tag = static_cast<std::int32_t>(r.u32());
-    m.msg_seq = r.u16();
-    r.expect_zero(2);
+    m.msg_seq = r.get<std::uint16_t>();
+    reserved_ok = r.get<std::uint16_t>() == 0;
     m.payload_len = r.u32();
     m.payload_crc = r.u32();
     return m;
@@ -150,64 +191,64 @@ std::size_t header_size(FrameType t) noexcept {
 }
 
 Result<std::size_t> encode(const MatchHdr& h, std::span<std::uint8_t> out) noexcept {
-    ByteWriter w(out.first(std::min(out.size(), kMatchHeaderSize)));
-    put_common(w, h.common, FrameType::Match);
-    put_match(w, h.match);
-    return seal(w);
+    return encode_fixed<kMatchHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Match);
+        put_match(w, h.match);
+    });
 }
 
 Result<std::size_t> encode(const RndvHdr& h, std::span<std::uint8_t> out) noexcept {
-    ByteWriter w(out.first(std::min(out.size(), kRndvHeaderSize)));
-    put_common(w, h.common, FrameType::Rndv);
-    put_match(w, h.match);
-    w.u64(h.msg_len);
-    w.u64(h.send_req);
-    w.u64(h.remote_addr);
-    return seal(w);
+    return encode_fixed<kRndvHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Rndv);
+        put_match(w, h.match);
+        w.put(h.msg_len);
+        w.put(h.send_req);
+        w.put(h.remote_addr);
+    });
 }
 
 Result<std::size_t> encode(const CtsHdr& h, std::span<std::uint8_t> out) noexcept {
-    ByteWriter w(out.first(std::min(out.size(), kCtsHeaderSize)));
-    put_common(w, h.common, FrameType::Cts);
-    w.u64(h.send_req);
-    w.u64(h.recv_req);
-    w.u64(h.offset);
-    w.u64(h.want_len);
-    return seal(w);
+    return encode_fixed<kCtsHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Cts);
+        w.put(h.send_req);
+        w.put(h.recv_req);
+        w.put(h.offset);
+        w.put(h.want_len);
+    });
 }
 
 Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexcept {
-    ByteWriter w(out.first(std::min(out.size(), kFragHeaderSize)));
-    put_common(w, h.common, FrameType::Frag);
-    w.u64(h.recv_req);
-    w.u64(h.offset);
-    w.u32(h.payload_len);
-    w.u32(h.payload_crc);
-    return seal(w);
+    return encode_fixed<kFragHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Frag);
+        w.put(h.recv_req);
+        w.put(h.offset);
+        w.put(h.payload_len);
+        w.put(h.payload_crc);
+    });
 }
 
 Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept {
-    ByteWriter w(out.first(std::min(out.size(), kAckHeaderSize)));
-    put_common(w, h.common, FrameType::Ack);
-    w.u32(h.cum_seq);
-    w.u32(h.sack_base);
-    w.u64(h.sack_mask);
-    return seal(w);
+    return encode_fixed<kAckHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Ack);
+        w.put(h.cum_seq);
+        w.put(h.sack_base);
+        w.put(h.sack_mask);
+    });
 }
 
 Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noexcept {
-    ByteWriter w(out.first(std::min(out.size(), kCreditHeaderSize)));
-    put_common(w, h.common, FrameType::Credit);
-    w.u64(h.released_total);
-    return seal(w);
+    return encode_fixed<kCreditHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Credit);
+        w.put(h.released_total);
+    });
 }
 
 Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept {
-    ByteWriter w(out.first(std::min(out.size(), kNackHeaderSize)));
-    put_common(w, h.common, FrameType::Nack);
-    w.u32(h.seq);
-    w.u32(0);
-    return seal(w);
+    return encode_fixed<kNackHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Nack);
+        w.put(h.seq);
+        w.put(std::uint32_t{0});
+    });
 }
 
 // Assigning trivially copyable headers to the variant cannot throw.
@@ -225,12 +266,12 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     if (bytes.size() < hsize)
         return fail(ErrorCode::Truncated, "shorter than its type's header");
     const auto hdr = bytes.first(hsize);
-    ByteReader r(hdr);
-    const std::uint8_t version = r.u8();
-    (void)r.u8();
+    FixedReader r(hdr.data());
+    const auto version = r.get<std::uint8_t>();
+    (void)r.get<std::uint8_t>();
     Common c;
     c.type = type;
-    c.flags = r.u16();
+    c.flags = r.get<std::uint16_t>();
     const std::uint32_t crc = r.u32();
     if (crc != header_crc(hdr))
         return fail(ErrorCode::BadChecksum, "header checksum mismatch");
@@ -248,26 +289,35 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     c.frame_seq = r.u32();
 
     const std::size_t payload = (bytes.size() - hsize) + payload_bytes;
+    // The first problem found in the type-specific fields.
+    bool rejected = false;
+    Error bad;
+    auto reject = [&](const Error& e) {
+        if (!rejected)
+            bad = e;
+        rejected = true;
+    };
     auto check_payload_len = [&](std::uint32_t declared, std::uint32_t pcrc) -> bool {
         if (declared != payload) {
-            r.fail(Error(ErrorCode::BadLength, "payload_len disagrees with frame length"));
+            reject(Error(ErrorCode::BadLength, "payload_len disagrees with frame length"));
             return false;
         }
         if ((c.flags & kFlagPayloadCsum) == 0 && pcrc != 0) {
-            r.fail(Error(ErrorCode::BadField, "payload_crc set without csum flag"));
+            reject(Error(ErrorCode::BadField, "payload_crc set without csum flag"));
             return false;
         }
         return true;
     };
+    bool reserved_ok = true;
     switch (type) {
         case FrameType::Match: {
-            MatchHdr h{c, get_match(r)};
+            MatchHdr h{c, get_match(r, reserved_ok)};
             check_payload_len(h.match.payload_len, h.match.payload_crc);
             d.header = h;
             break;
         }
         case FrameType::Rndv: {
-            RndvHdr h{c, get_match(r), 0, 0, 0};
+            RndvHdr h{c, get_match(r, reserved_ok), 0, 0, 0};
             h.msg_len = r.u64();
             h.send_req = r.u64();
             h.remote_addr = r.u64();
@@ -275,22 +325,26 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             if (!check_payload_len(h.match.payload_len, h.match.payload_crc))
                 break;
             if (rget && (c.flags & kFlagPayloadCsum) == 0)
-                r.fail(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
+                reject(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
             else if (rget && h.remote_addr == 0)
-                r.fail(Error(ErrorCode::BadField, "RGET without a remote address"));
+                reject(Error(ErrorCode::BadField, "RGET without a remote address"));
             else if (!rget && h.remote_addr != 0)
-                r.fail(Error(ErrorCode::BadField, "remote_addr set without RGET flag"));
+                reject(Error(ErrorCode::BadField, "remote_addr set without RGET flag"));
             else if (!rget && h.msg_len < h.match.payload_len)
-                r.fail(Error(ErrorCode::BadLength, "RNDV payload longer than the message"));
+                reject(Error(ErrorCode::BadLength, "RNDV payload longer than the message"));
             d.header = h;
             break;
         }
         case FrameType::Cts: {
-            CtsHdr h{c, r.u64(), r.u64(), r.u64(), r.u64()};
+            CtsHdr h{c, 0, 0, 0, 0};
+            h.send_req = r.u64();
+            h.recv_req = r.u64();
+            h.offset = r.u64();
+            h.want_len = r.u64();
             if (payload != 0)
-                r.fail(Error(ErrorCode::BadLength, "CTS carries no payload"));
+                reject(Error(ErrorCode::BadLength, "CTS carries no payload"));
             if (h.offset > h.want_len)
-                r.fail(Error(ErrorCode::BadField, "CTS offset past want_len"));
+                reject(Error(ErrorCode::BadField, "CTS offset past want_len"));
             d.header = h;
             break;
         }
@@ -305,30 +359,35 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             break;
         }
         case FrameType::Ack: {
-            const AckHdr h{c, r.u32(), r.u32(), r.u64()};
+            AckHdr h{c, 0, 0, 0};
+            h.cum_seq = r.u32();
+            h.sack_base = r.u32();
+            h.sack_mask = r.u64();
             d.header = h;
             if (payload != 0)
-                r.fail(Error(ErrorCode::BadLength, "ACK carries no payload"));
+                reject(Error(ErrorCode::BadLength, "ACK carries no payload"));
             break;
         }
         case FrameType::Credit: {
             const CreditHdr h{c, r.u64()};
             d.header = h;
             if (payload != 0)
-                r.fail(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
+                reject(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
             break;
         }
         case FrameType::Nack: {
             const NackHdr h{c, r.u32()};
-            r.expect_zero(4);
+            reserved_ok = r.u32() == 0;
             d.header = h;
             if (payload != 0)
-                r.fail(Error(ErrorCode::BadLength, "NACK carries no payload"));
+                reject(Error(ErrorCode::BadLength, "NACK carries no payload"));
             break;
         }
     }
-    if (!r.ok())
-        return fail(r.error());
+    if (!reserved_ok)
+        return fail(ErrorCode::BadField, "reserved field not zero");
+    if (rejected)
+        return fail(bad);
     d.payload = bytes.subspan(hsize);
     return {};
 }

@@ -2,8 +2,9 @@
 //
 // Every frame the PML hands to a BTL starts with the common header, then a
 // type-specific header, then (MATCH, RNDV, FRAG) payload bytes. All integers
-// are big-endian. Headers are encoded/decoded field by field through the
-// bounds-checked ByteWriter/ByteReader; no struct is ever cast onto bytes.
+// are big-endian. Every header type has a fixed size: it is checked once,
+// then each field is one load or store at its offset (memcpy and a byte
+// swap); no struct is ever cast onto bytes.
 //
 // Common header (20 bytes):
 //   0               1               2               3
