@@ -178,8 +178,8 @@ void ReliableChannel::Ops::set_state(Ch& ch, Peer& p, TxFrame& f, FrameState to,
     // Every frame passes here two or three times: test the level before
     // paying for the variadic call.
     if (ch.log_.enabled(LogLevel::Trace))
-        logf(ch.log_, LogLevel::Trace, "pml dr channel: peer %u seq %u: %s -> %s (%s)", p.id,
-             f.seq, name(f.state), name(to), reason);
+        logf(ch.log_, LogLevel::Trace, "pml dr channel: peer %u seq %u: %s -> %s (%s)", p.id, f.seq,
+             name(f.state), name(to), reason);
     f.state = to;
 }
 
