@@ -206,6 +206,15 @@ Micros ReliableChannel::Ops::deadline(const Ch& ch, const Peer& p) noexcept {
     return d;
 }
 
+void ReliableChannel::Ops::due_by(Ch& ch, Peer& p, Micros d) {
+    if (d >= p.indexed)
+        return;
+    if (p.indexed != kNever)
+        ch.timers_.erase({p.indexed, p.id});
+    ch.timers_.insert({d, p.id});
+    p.indexed = d;
+}
+
 void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
     if (p.ack_due <= now)
         flush_acks(ch, p, now);

@@ -147,6 +147,11 @@ struct ReliableChannel::Ops {
     // Alive <-> Suspect follows the retry counters.
     static void refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason);
     static Micros deadline(const Ch& ch, const Peer& p) noexcept;
+    // A deadline of the peer was just set to d: its timer entry must fire
+    // no later than d. The hot paths call this instead of reschedule(),
+    // which recomputes every deadline: the entry is kept at or before the
+    // earliest deadline, later deadlines are found when it fires.
+    static void due_by(Ch& ch, Peer& p, Micros d);
     static void fire(Ch& ch, Peer& p, Micros now);
 
     // --- sender (channel_send.cpp)

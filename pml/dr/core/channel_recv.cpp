@@ -181,8 +181,14 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
         flush_outputs();
         return Verdict::Duplicate;
     }
-    Ops::mark_dirty(*this, *p, seq / kVfragFrames, now);
-    Ops::rx_put(*this, *p, seq, true);
+    if (d == 1) {
+        // In order: the cumulative seq says it all, no selective ACK needed
+        // (later arrivals already marked their vfrags).
+        p->rx_cum = seq;
+    } else {
+        Ops::mark_dirty(*this, *p, seq / kVfragFrames, now);
+        Ops::rx_put(*this, *p, seq, true);
+    }
     Ops::rx_advance(*this, *p);
     ++p->counters.frames_delivered;
     p->counters.bytes_delivered += bytes;
@@ -190,11 +196,12 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
         ++p->paths[s].counters.frames_received;
         p->paths[s].counters.bytes_received += bytes;
     }
-    if (++p->rx_unacked >= params_.ack_every || ack_now)
-        Ops::flush_acks(*this, *p, now);
-    else if (p->ack_due == kNever)
+    if (++p->rx_unacked >= params_.ack_every || ack_now) {
+        Ops::flush_acks(*this, *p, now);  // only clears deadlines
+    } else if (p->ack_due == kNever) {
         p->ack_due = add_saturating(now, params_.ack_delay);
-    reschedule(peer);
+        Ops::due_by(*this, *p, p->ack_due);
+    }
     flush_outputs();
     return Verdict::Deliver;
 }

@@ -95,7 +95,6 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
     TxFrame& f = tx(ch, p, seq);
     if (f.seq != seq || f.state != FrameState::InFlight)
         return;
-    set_state(ch, p, f, FrameState::Acked, "acknowledged");
     --p.unacked;
     ++p.counters.frames_acked;
     if (f.path != kNoSlot) {
@@ -106,7 +105,13 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
     if (!scan.any || seq_gt(seq, scan.highest))
         scan.highest = seq;
     scan.any = true;
-    release_if_done(ch, p, f);
+    if (f.pending != 0) {  // a BTL still holds it: released on its completion
+        set_state(ch, p, f, FrameState::Acked, "acknowledged");
+        return;
+    }
+    set_state(ch, p, f, FrameState::Free, "acknowledged and released");
+    --p.unreleased;
+    emit(ch, Kind::Acked, p.id, 0, f.token);
 }
 
 ReliableChannel::Ops::AckCheck ReliableChannel::Ops::check_ack(const Peer& p,
@@ -312,7 +317,12 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     ++p->unreleased;
     ++p->counters.frames_submitted;
     Ops::transmit(*this, *p, f, slot, now, false);
-    reschedule(peer);
+    // What this submit may have armed: the path's ACK timer and watchdog,
+    // and the peer-death clock.
+    const PathSlot& pa = p->paths[slot];
+    Ops::due_by(*this, *p,
+                std::min({pa.ack_deadline, pa.wd_deadline,
+                          add_saturating(p->last_progress, params_.peer_dead_timeout)}));
     flush_outputs();
     return {SubmitStatus::Ok, seq};
 }
@@ -390,7 +400,10 @@ void ReliableChannel::on_local_complete(PeerId peer, PathId path, FrameRef ref, 
     Ops::release_if_done(*this, *p, f);
     if (p->state == PeerState::Alive)
         Ops::advance_una(*this, *p);
-    reschedule(peer);
+    if (ok)
+        Ops::due_by(*this, *p, pa.wd_deadline);  // the only deadline a success sets
+    else
+        reschedule(peer);
     flush_outputs();
 }
 
@@ -444,16 +457,26 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
     }
     // NACK: holes below the highest seq this ACK acknowledged, resent when a
     // frame transmitted later on the same path got through.
+    bool resent = false;
     for (std::uint32_t s = seq_after(ack.cum_seq); seq_lt(s, scan.highest); s = seq_after(s)) {
         TxFrame& f = Ops::tx(*this, *p, s);
         if (f.seq != s || f.state != FrameState::InFlight || f.path == kNoSlot ||
             f.tx_order >= scan.max_tx[f.path])
             continue;
-        if (Ops::transmit(*this, *p, f, f.path, now, true))
+        if (Ops::transmit(*this, *p, f, f.path, now, true)) {
             ++p->counters.nack_retransmits;
+            resent = true;
+        }
     }
     Ops::advance_una(*this, *p);
-    reschedule(peer);
+    if (resent) {
+        reschedule(peer);
+    } else {
+        // Progress only restarted ACK timers (and the peer-death clock, later).
+        for (std::size_t i = 0; i < p->paths.size(); ++i)
+            if ((scan.progressed & slot_bit(static_cast<std::uint8_t>(i))) != 0)
+                Ops::due_by(*this, *p, p->paths[i].ack_deadline);
+    }
     flush_outputs();
 }
 
