@@ -40,6 +40,7 @@ struct Rec : ChannelOutput {
     };
     ReliableChannel* ch = nullptr;
     bool auto_complete = true;
+    bool inline_complete = false;  // transmit() answers "done" (like sendi)
     Micros now = 0;
     std::vector<Tx> tx;
     std::vector<Ack> acks;
@@ -57,10 +58,11 @@ struct Rec : ChannelOutput {
     std::vector<FrameToken> abandoned_tokens;
     std::function<void(FrameToken)> on_acked;
 
-    void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override {
+    bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override {
         tx.push_back(Tx{peer, path, ref, retransmit, now});
         if (auto_complete && ch != nullptr)
             ch->on_local_complete(peer, path, ref, true, now);
+        return inline_complete;
     }
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override {
         acks.push_back(Ack{peer, path, ack});
@@ -700,6 +702,23 @@ TEST(ChannelLocal, AckedWaitsForTheLocalCompletion) {
     // A second completion for it is stale.
     s.ch.on_local_complete(kPeer, kP1, FrameRef{seq, 1}, true, 6);
     EXPECT_EQ(s.ch.counters(kPeer)->stale_completions, 1u);
+}
+
+TEST(ChannelLocal, InlineCompletionOwesNothingAndNeedsNoWatchdog) {
+    Sender s;
+    s.out.auto_complete = false;
+    s.out.inline_complete = true;
+    const std::uint32_t seq = s.submit(1, kP1);
+    EXPECT_EQ(s.ch.unacked(kPeer), 1u);
+    // Nothing is owed: a completion for it is stale, the watchdog stays off.
+    s.ch.on_local_complete(kPeer, kP1, FrameRef{seq, 1}, true, 5);
+    EXPECT_EQ(s.ch.counters(kPeer)->stale_completions, 1u);
+    s.run_timers(5000);  // past the watchdog (500), short of the ACK retries
+    EXPECT_EQ(s.ch.counters(kPeer)->watchdog_timeouts, 0u);
+    // The ACK releases it at once; the ACK timer's resend went out inline too.
+    s.ack(seq);
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1}));
+    EXPECT_EQ(s.ch.unreleased(kPeer), 0u);
 }
 
 TEST(ChannelLocal, CompletionWithErrorFailsThePathAndRedrives) {

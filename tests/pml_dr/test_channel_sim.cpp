@@ -175,7 +175,7 @@ struct Node final : ChannelOutput {
     void fail_backlog(PeerId peer);
     void on_frame(int src, int link, std::span<const std::uint8_t> bytes);
 
-    void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
+    bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void path_failed(PeerId, PathId) override { ++paths_failed; }
@@ -200,6 +200,9 @@ struct World {
     std::uint64_t seq_reuse = 0;
     std::uint64_t misrouted = 0;
     std::uint64_t glue_errors = 0;
+    // The BTL finishes sends that reach the wire inline (as sendi does):
+    // transmit() returns true and no completion event follows.
+    bool inline_completions = false;
 
     World(int ranks, const sim::LinkParams& link, const ChannelParams& params)
         : net(sim, ranks, kLinks, link) {
@@ -267,20 +270,23 @@ void Node::fail_backlog(PeerId peer) {
     backlog[peer].clear();
 }
 
-void Node::transmit(PeerId peer, PathId path, FrameRef ref, bool) {
+bool Node::transmit(PeerId peer, PathId path, FrameRef ref, bool) {
     const auto it = store.find(ref.token);
     if (it == store.end()) {  // the channel asked for bytes the glue already released
         ++w.glue_errors;
-        return;
+        return false;
     }
     const sim::SendStatus status =
         w.net.send(sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path),
                               encode_data(ref.seq, ref.token, it->second)});
     const bool ok = status == sim::SendStatus::Ok;
+    if (ok && w.inline_completions)
+        return true;
     // The BTL's completion callback comes later, as its own event.
     w.sim.schedule_after(1, [this, peer, path, ref, ok] {
         ch->on_local_complete(peer, path, ref, ok, w.sim.now());
     });
+    return false;
 }
 
 void Node::send_ack(PeerId peer, PathId path, const AckInfo& ack) {
@@ -397,6 +403,7 @@ TEST(ChannelSim, ExactlyOnceByteExactUnderFaultsAndALinkOutage) {
         const bool reported = seed % 2 == 1;  // odd: the BTL reports the outage; even: silent
         World w(ranks, sim::LinkParams{.latency = 20, .bandwidth = 1000.0, .jitter = 10},
                 lossy_params());
+        w.inline_completions = seed % 4 >= 2;
         sim::FaultPlan plan(seed);
         plan.set_all(hostile());
         plan.add_outage(sim::LinkOutage{sim::LinkSelector{1}, kSpan / 3, plugin::common::kNever});

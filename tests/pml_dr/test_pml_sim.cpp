@@ -68,7 +68,7 @@ struct NodeSink : EngineSink {
 struct NodeGlue final : ChannelOutput, FrameGate {
     SimRun* run = nullptr;
     int rank = 0;
-    void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
+    bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void path_failed(PeerId, PathId) override {}
@@ -557,8 +557,9 @@ class SimRun {
     FrameToken next_token_ = 1;
 };
 
-void NodeGlue::transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) {
+bool NodeGlue::transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) {
     run->glue_transmit(rank, peer, path, ref, retransmit);
+    return false;  // the completion comes as its own event
 }
 void NodeGlue::send_ack(PeerId peer, PathId path, const AckInfo& ack) {
     AckHdr h;

@@ -223,9 +223,12 @@ struct PeerCounters {
 class ChannelOutput {
   public:
     virtual ~ChannelOutput() = default;
-    // Put frame `ref` (stamped with ref.seq) on `path`. Each call is owed one
-    // on_local_complete(peer, path, ref, ...) unless the path fails first.
-    virtual void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) = 0;
+    // Put frame `ref` (stamped with ref.seq) on `path`. True: the BTL is
+    // already done with it (a send that completed inline, like sendi), which
+    // stands for on_local_complete(peer, path, ref, ok = true). False: the
+    // call is owed one on_local_complete(peer, path, ref, ...) unless the
+    // path fails first.
+    virtual bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) = 0;
     // Send an (unsequenced) ACK frame on `path`. No completion is expected.
     virtual void send_ack(PeerId peer, PathId path, const AckInfo& ack) = 0;
     // Send an (unsequenced) NACK for the peer's frame `seq` on `path`.

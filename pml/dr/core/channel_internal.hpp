@@ -96,6 +96,7 @@ struct ReliableChannel::Output {
     PathId path = 0;
     FrameRef ref;
     AckInfo ack;
+    Micros now = 0;  // Transmit: when it was decided (for an inline completion)
 };
 
 // The implementation's helpers, shared by the channel's .cpp files: the state
@@ -161,6 +162,8 @@ struct ReliableChannel::Ops {
     static bool transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                          bool retransmit);
     static void release_if_done(Ch& ch, Peer& p, TxFrame& f);
+    // The BTL finished a transmission of `ref` on path `slot` (on_local_complete).
+    static void complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok, Micros now);
     static void advance_una(Ch& ch, Peer& p) noexcept;
     static void ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan);
     static AckCheck check_ack(const Peer& p, const AckInfo& a) noexcept;

@@ -68,6 +68,7 @@ bool ReliableChannel::Ops::transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t sl
     o.peer = p.id;
     o.path = pa.id;
     o.ref = FrameRef{f.seq, f.token};
+    o.now = now;
     ch.queue_.push_back(o);
     return true;
 }
@@ -372,39 +373,44 @@ void ReliableChannel::on_local_complete(PeerId peer, PathId path, FrameRef ref, 
     Peer* p = find(peer);
     if (p == nullptr)
         return;
-    const std::uint8_t slot = Ops::find_slot(*p, path);
-    if (slot == kNoSlot || p->window.empty()) {
-        ++p->counters.stale_completions;
+    Ops::complete(*this, *p, Ops::find_slot(*p, path), ref, ok, now);
+    flush_outputs();
+}
+
+void ReliableChannel::Ops::complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok,
+                                    Micros now) {
+    if (slot == kNoSlot || p.window.empty()) {
+        ++p.counters.stale_completions;
         return;
     }
-    TxFrame& f = Ops::tx(*this, *p, ref.seq);
+    TxFrame& f = tx(ch, p, ref.seq);
     const std::uint32_t bit = slot_bit(slot);
     if (f.state == FrameState::Free || f.seq != ref.seq || f.token != ref.token ||
         (f.pending & bit) == 0) {
-        ++p->counters.stale_completions;  // e.g. the path failed in between
+        ++p.counters.stale_completions;  // e.g. the path failed in between
         return;
     }
-    PathSlot& pa = p->paths[slot];
+    PathSlot& pa = p.paths[slot];
     f.pending &= ~bit;
     if (pa.local_pending > 0)
         --pa.local_pending;
     pa.wd_retries = 0;
-    pa.wd_deadline = pa.local_pending > 0 ? add_saturating(now, params_.watchdog_timeout) : kNever;
+    pa.wd_deadline =
+        pa.local_pending > 0 ? add_saturating(now, ch.params_.watchdog_timeout) : kNever;
     if (ok) {
-        Ops::refresh(*this, *p, pa, "local completion");
+        refresh(ch, p, pa, "local completion");
     } else {
         ++pa.counters.local_errors;
-        ++p->counters.local_errors;
-        Ops::fail_path(*this, *p, slot, now, "local completion with error");
+        ++p.counters.local_errors;
+        fail_path(ch, p, slot, now, "local completion with error");
     }
-    Ops::release_if_done(*this, *p, f);
-    if (p->state == PeerState::Alive)
-        Ops::advance_una(*this, *p);
+    release_if_done(ch, p, f);
+    if (p.state == PeerState::Alive)
+        advance_una(ch, p);
     if (ok)
-        Ops::due_by(*this, *p, pa.wd_deadline);  // the only deadline a success sets
+        due_by(ch, p, pa.wd_deadline);  // the only deadline a success sets
     else
-        reschedule(peer);
-    flush_outputs();
+        ch.reschedule(p.id);
 }
 
 void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micros now) {

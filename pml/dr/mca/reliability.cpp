@@ -31,12 +31,13 @@ struct PeerLimits {
     std::size_t eager = std::numeric_limits<std::size_t>::max();
 };
 
-// What a transmission attempt came to.
-enum class TxResult { Posted, Failed, Busy };
+// What a transmission attempt came to. Done: the BTL took the bytes inline
+// (sendi) and owes no completion; Posted: its completion callback follows.
+enum class TxResult { Done, Posted, Failed, Busy };
 
 class Glue final : public core::ChannelOutput, public core::FrameGate {
   public:
-    void transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
+    bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const core::AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void path_failed(PeerId peer, PathId path) override;
@@ -222,10 +223,8 @@ TxResult put_on_path(StoredFrame* sf, PathId path, bool retransmit) noexcept {
         if (btl->btl_sendi != nullptr && size <= btl->btl_eager_limit &&
             mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), size, 0, MCA_BTL_NO_ORDER,
                                MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
-                               kBtlTag, nullptr) == OMPI_SUCCESS) {
-            local_complete(sf, path, true);
-            return TxResult::Posted;
-        }
+                               kBtlTag, nullptr) == OMPI_SUCCESS)
+            return TxResult::Done;
     }
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, size, kDesFlags);
@@ -258,9 +257,11 @@ TxResult put_on_path(StoredFrame* sf, PathId path, bool retransmit) noexcept {
 
 // A transmission that found the BTL out of descriptors is retried from
 // progress; the retry holds the frame so it cannot be freed under it.
-void transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
-    if (put_on_path(sf, path, retransmit) != TxResult::Busy)
-        return;
+// True: done inline (the channel's transmit() answer).
+bool transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
+    const TxResult first = put_on_path(sf, path, retransmit);
+    if (first != TxResult::Busy)
+        return first == TxResult::Done;
     ++sf->holds;
     defer(nullptr, [sf, path, retransmit] {
         g_rel.now = monotonic_now();
@@ -277,19 +278,23 @@ void transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
             rearm();
             return true;
         }
-        if (put_on_path(sf, path, retransmit) == TxResult::Busy) {
+        const TxResult again = put_on_path(sf, path, retransmit);
+        if (again == TxResult::Busy) {
             ++sf->holds;
             return false;
         }
+        if (again == TxResult::Done)
+            local_complete(sf, path, true);
         rearm();
         return true;
     });
+    return false;
 }
 
-void Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
+bool Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
     auto* sf = reinterpret_cast<StoredFrame*>(ref.token);
     sf->seq = ref.seq;
-    transmit_or_defer(sf, path, retransmit);
+    return transmit_or_defer(sf, path, retransmit);
 }
 
 void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
