@@ -269,7 +269,7 @@ void ReliableChannel::reschedule(PeerId id) noexcept {
 }
 
 void ReliableChannel::flush_outputs() {
-    if (draining_)
+    if (draining_ || queue_.empty())
         return;  // a nested call: the outer drain hands these over
     draining_ = true;
     struct Reset {

@@ -161,6 +161,10 @@ struct ReliableChannel::Ops {
     static void move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now);
     static bool transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                          bool retransmit);
+    // transmit() without queueing the Transmit output: the caller hands the
+    // frame over itself (submit's direct path).
+    static void record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
+                                bool retransmit);
     static void release_if_done(Ch& ch, Peer& p, TxFrame& f);
     // The BTL finished a transmission of `ref` on path `slot` (on_local_complete).
     static void complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok, Micros now);

@@ -43,15 +43,28 @@ void ReliableChannel::Ops::move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t 
 // one frame, and the timers will come back to it.
 bool ReliableChannel::Ops::transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                                     bool retransmit) {
-    const std::uint32_t bit = slot_bit(slot);
-    if ((f.pending & bit) != 0)
+    if ((f.pending & slot_bit(slot)) != 0)
         return false;
+    record_transmit(ch, p, f, slot, now, retransmit);
+    Output o;
+    o.kind = Kind::Transmit;
+    o.retransmit = retransmit;
+    o.peer = p.id;
+    o.path = p.paths[slot].id;
+    o.ref = FrameRef{f.seq, f.token};
+    o.now = now;
+    ch.queue_.push_back(o);
+    return true;
+}
+
+void ReliableChannel::Ops::record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot,
+                                           Micros now, bool retransmit) {
     if (f.state == FrameState::InFlight)
         move_frame(ch, p, f, slot, now);
     PathSlot& pa = p.paths[slot];
     f.last_tx = now;
     f.tx_order = ++p.tx_counter;
-    f.pending |= bit;
+    f.pending |= slot_bit(slot);
     if (pa.local_pending++ == 0)
         pa.wd_deadline = add_saturating(now, backoff(ch.params_.watchdog_timeout, pa.wd_retries));
     ++pa.counters.frames_sent;
@@ -62,15 +75,6 @@ bool ReliableChannel::Ops::transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t sl
         ++pa.counters.retransmits;
         ++p.counters.retransmits;
     }
-    Output o;
-    o.kind = Kind::Transmit;
-    o.retransmit = retransmit;
-    o.peer = p.id;
-    o.path = pa.id;
-    o.ref = FrameRef{f.seq, f.token};
-    o.now = now;
-    ch.queue_.push_back(o);
-    return true;
 }
 
 void ReliableChannel::Ops::release_if_done(Ch& ch, Peer& p, TxFrame& f) {
@@ -317,13 +321,33 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
         p->last_progress = now;
     ++p->unreleased;
     ++p->counters.frames_submitted;
-    Ops::transmit(*this, *p, f, slot, now, false);
+    Ops::record_transmit(*this, *p, f, slot, now, false);
     // What this submit may have armed: the path's ACK timer and watchdog,
     // and the peer-death clock.
     const PathSlot& pa = p->paths[slot];
+    const PathId path = pa.id;
     Ops::due_by(*this, *p,
                 std::min({pa.ack_deadline, pa.wd_deadline,
                           add_saturating(p->last_progress, params_.peer_dead_timeout)}));
+    const FrameRef ref{seq, token};
+    if (draining_) {  // a nested call: the outer drain hands it over
+        Output o;
+        o.kind = Output::Kind::Transmit;
+        o.peer = peer;
+        o.path = path;
+        o.ref = ref;
+        o.now = now;
+        queue_.push_back(o);
+        return {SubmitStatus::Ok, seq};
+    }
+    // The state is consistent and nothing else is queued: hand the frame
+    // over directly, then whatever the callback queued.
+    draining_ = true;
+    const bool done = out_.transmit(peer, path, ref, false);
+    if (done)
+        if (Peer* q = find(peer); q != nullptr)
+            Ops::complete(*this, *q, Ops::find_slot(*q, path), ref, true, now);
+    draining_ = false;
     flush_outputs();
     return {SubmitStatus::Ok, seq};
 }
