@@ -110,6 +110,28 @@ std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc) noexc
     return crc32c_hw(data, len, crc);
 }
 
+std::uint32_t crc32c_header_sw(const void* data, std::size_t len, std::size_t field) noexcept {
+    if (field > len || len - field < 4)
+        return crc32c_sw(data, len);  // no field inside: nothing to skip
+    constexpr std::uint8_t kZeros[4] = {};
+    std::uint32_t reg = sw_update<false>(~0u, bytes_of(data), nullptr, field);
+    reg = sw_update<false>(reg, kZeros, nullptr, 4);
+    reg = sw_update<false>(reg, bytes_of(data) + field + 4, nullptr, len - field - 4);
+    return ~reg;
+}
+
+std::uint32_t crc32c_header_hw(const void* data, std::size_t len, std::size_t field) noexcept {
+    // The hardware path works in 4-byte steps; anything else is rare enough
+    // for the general one.
+    if (!crc32c_hw_available() || len % 4 != 0 || field % 4 != 0 || field > len || len - field < 4)
+        return crc32c_header_sw(data, len, field);
+    return ~crc32c_detail::hw_update_header(~0u, bytes_of(data), len, field);
+}
+
+std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field) noexcept {
+    return crc32c_header_hw(data, len, field);
+}
+
 std::uint32_t crc32c_copy(void* dst, const void* src, std::size_t len, std::uint32_t crc) noexcept {
     return crc32c_copy_hw(dst, src, len, crc);
 }

@@ -30,6 +30,12 @@ inline std::uint32_t crc32c(std::span<const std::uint8_t> bytes, std::uint32_t c
     return crc32c(bytes.data(), bytes.size(), crc);
 }
 
+// CRC32C of a header of `len` bytes that carries its own checksum in the four
+// bytes at offset `field`: computed as if those bytes were zero, straight
+// from the header (no copy). Equal to zeroing the field in a copy and calling
+// crc32c(); the field must lie inside the header.
+std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field) noexcept;
+
 // The two implementations, for tests and benchmarks. crc32c_hw() and
 // crc32c_copy_hw() fall back to the software path when crc32c_hw_available()
 // is false, so they are always safe to call.
@@ -40,6 +46,9 @@ std::uint32_t crc32c_copy_sw(void* dst, const void* src, std::size_t len,
                              std::uint32_t crc = 0) noexcept;
 std::uint32_t crc32c_copy_hw(void* dst, const void* src, std::size_t len,
                              std::uint32_t crc = 0) noexcept;
+
+std::uint32_t crc32c_header_sw(const void* data, std::size_t len, std::size_t field) noexcept;
+std::uint32_t crc32c_header_hw(const void* data, std::size_t len, std::size_t field) noexcept;
 
 // CRC of a||b from crc(a), crc(b) and len(b), without the bytes. Lets
 // independently checksummed pieces (e.g. frags) be joined into a message CRC.

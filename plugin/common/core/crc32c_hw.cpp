@@ -128,9 +128,38 @@ PLUGIN_CRC_TARGET std::uint32_t x86_update(std::uint32_t reg, Cursor<kCopy> cur)
     return reg;
 }
 
+// Headers are short: one chain of 8-byte steps, the field masked out of
+// the word that holds it (little-endian: byte k is bits 8k..8k+7).
+PLUGIN_CRC_TARGET std::uint32_t x86_header(std::uint32_t reg, const std::uint8_t* src,
+                                           std::size_t len, std::size_t field) noexcept {
+    std::uint64_t c = reg;
+    std::size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        std::uint64_t v = load64(src + i);
+        if (field == i)
+            v &= 0xFFFFFFFF00000000ull;
+        else if (field == i + 4)
+            v &= 0x00000000FFFFFFFFull;
+        c = _mm_crc32_u64(c, v);
+    }
+    reg = static_cast<std::uint32_t>(c);
+    if (i < len) {
+        std::uint32_t v = 0;
+        if (field != i)
+            std::memcpy(&v, src + i, 4);
+        reg = _mm_crc32_u32(reg, v);
+    }
+    return reg;
+}
+
 #undef PLUGIN_CRC_TARGET
 
 }  // namespace
+
+std::uint32_t hw_update_header(std::uint32_t reg, const std::uint8_t* src, std::size_t len,
+                               std::size_t field) noexcept {
+    return x86_header(reg, src, len, field);
+}
 
 bool hw_detect() noexcept {
     // Needed when called before the runtime's own constructors (e.g. from
@@ -203,9 +232,34 @@ PLUGIN_CRC_TARGET std::uint32_t arm_update(std::uint32_t reg, Cursor<kCopy> cur)
     return reg;
 }
 
+PLUGIN_CRC_TARGET std::uint32_t arm_header(std::uint32_t reg, const std::uint8_t* src,
+                                           std::size_t len, std::size_t field) noexcept {
+    std::size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        std::uint64_t v = load64(src + i);
+        if (field == i)
+            v &= 0xFFFFFFFF00000000ull;
+        else if (field == i + 4)
+            v &= 0x00000000FFFFFFFFull;
+        reg = __crc32cd(reg, v);
+    }
+    if (i < len) {
+        std::uint32_t v = 0;
+        if (field != i)
+            std::memcpy(&v, src + i, 4);
+        reg = __crc32cw(reg, v);
+    }
+    return reg;
+}
+
 #undef PLUGIN_CRC_TARGET
 
 }  // namespace
+
+std::uint32_t hw_update_header(std::uint32_t reg, const std::uint8_t* src, std::size_t len,
+                               std::size_t field) noexcept {
+    return arm_header(reg, src, len, field);
+}
 
 bool hw_detect() noexcept {
 #if defined(__ARM_FEATURE_CRC32)
@@ -240,6 +294,10 @@ std::uint32_t hw_update(std::uint32_t reg, const std::uint8_t*, std::size_t) noe
 }
 std::uint32_t hw_update_copy(std::uint32_t reg, const std::uint8_t*, std::uint8_t*,
                              std::size_t) noexcept {
+    return reg;
+}
+std::uint32_t hw_update_header(std::uint32_t reg, const std::uint8_t*, std::size_t,
+                               std::size_t) noexcept {
     return reg;
 }
 

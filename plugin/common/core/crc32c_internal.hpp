@@ -79,6 +79,10 @@ inline void store64(std::uint8_t* p, std::uint64_t v) noexcept {
 // must not be called (they may not exist in the CPU).
 bool hw_detect() noexcept;
 std::uint32_t hw_update(std::uint32_t reg, const std::uint8_t* src, std::size_t len) noexcept;
+// Header CRC register update over len bytes (a multiple of 4) with the four
+// bytes at `field` (a multiple of 4, inside) read as zero.
+std::uint32_t hw_update_header(std::uint32_t reg, const std::uint8_t* src, std::size_t len,
+                               std::size_t field) noexcept;
 std::uint32_t hw_update_copy(std::uint32_t reg, const std::uint8_t* src, std::uint8_t* dst,
                              std::size_t len) noexcept;
 

@@ -78,37 +78,10 @@ void put_match(FixedWriter& w, const MatchFields& m) noexcept {
     w.put(m.payload_crc);
 }
 
-// The header CRC covers every header byte with the CRC field as zero. It
-// runs for every frame, so it works on an aligned copy of a size known at
-// compile time (a few register moves, not a string copy) in one CRC call.
-template <std::size_t N>
-std::uint32_t header_crc_fixed(const std::uint8_t* p) noexcept {
-    alignas(8) std::uint8_t copy[N];
-    std::memcpy(copy, p, N);
-    std::memset(copy + kCrcOffset, 0, 4);
-    return crc32c(copy, N);
-}
-
+// The header CRC covers every header byte with the CRC field as zero,
+// computed in place.
 std::uint32_t header_crc(std::span<const std::uint8_t> hdr) noexcept {
-    switch (hdr.size()) {
-        case kMatchHeaderSize:  // == kFragHeaderSize
-            return header_crc_fixed<kMatchHeaderSize>(hdr.data());
-        case kRndvHeaderSize:
-            return header_crc_fixed<kRndvHeaderSize>(hdr.data());
-        case kCtsHeaderSize:
-            return header_crc_fixed<kCtsHeaderSize>(hdr.data());
-        case kAckHeaderSize:
-            return header_crc_fixed<kAckHeaderSize>(hdr.data());
-        case kCreditHeaderSize:
-            return header_crc_fixed<kCreditHeaderSize>(hdr.data());
-        default:
-            break;
-    }
-    alignas(8) std::uint8_t copy[kMaxHeaderSize];
-    const std::size_t n = std::min(hdr.size(), sizeof copy);
-    std::memcpy(copy, hdr.data(), n);
-    std::memset(copy + kCrcOffset, 0, 4);
-    return crc32c(copy, n);
+    return plugin::common::crc32c_header(hdr.data(), hdr.size(), kCrcOffset);
 }
 
 void put_be32(std::uint8_t* p, std::uint32_t v) noexcept {
@@ -123,7 +96,7 @@ Result<std::size_t> encode_fixed(std::span<std::uint8_t> out, Fill&& fill) noexc
         return fail(ErrorCode::NoSpace, "encode buffer too small");
     FixedWriter w(out.data());
     fill(w);
-    put_be32(out.data() + kCrcOffset, header_crc_fixed<N>(out.data()));
+    put_be32(out.data() + kCrcOffset, header_crc(out.first(N)));
     return w.size();
 }
 
