@@ -128,22 +128,24 @@ PLUGIN_CRC_TARGET std::uint32_t x86_update(std::uint32_t reg, Cursor<kCopy> cur)
     return reg;
 }
 
-// Headers are short: one chain of 8-byte steps, the field masked out of
-// the word that holds it (little-endian: byte k is bits 8k..8k+7).
+// Headers are short: one chain of 8-byte steps; the word holding the field
+// is masked (little-endian: byte k is bits 8k..8k+7), the others are not
+// looked at twice.
 PLUGIN_CRC_TARGET std::uint32_t x86_header(std::uint32_t reg, const std::uint8_t* src,
                                            std::size_t len, std::size_t field) noexcept {
     std::uint64_t c = reg;
+    const std::size_t word = field & ~std::size_t{7};
     std::size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        std::uint64_t v = load64(src + i);
-        if (field == i)
-            v &= 0xFFFFFFFF00000000ull;
-        else if (field == i + 4)
-            v &= 0x00000000FFFFFFFFull;
-        c = _mm_crc32_u64(c, v);
+    for (; i < word; i += 8)
+        c = _mm_crc32_u64(c, load64(src + i));
+    if (word + 8 <= len) {
+        const std::uint64_t keep = field == word ? 0xFFFFFFFF00000000ull : 0x00000000FFFFFFFFull;
+        c = _mm_crc32_u64(c, load64(src + word) & keep);
+        for (i = word + 8; i + 8 <= len; i += 8)
+            c = _mm_crc32_u64(c, load64(src + i));
     }
     reg = static_cast<std::uint32_t>(c);
-    if (i < len) {
+    if (i < len) {  // the last four bytes, which may be the field itself
         std::uint32_t v = 0;
         if (field != i)
             std::memcpy(&v, src + i, 4);
