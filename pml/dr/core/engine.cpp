@@ -12,13 +12,18 @@ using plugin::common::logf;
 using plugin::common::LogLevel;
 
 Engine::Engine(Config config, plugin::common::LogSink& log)
-    : config_(std::move(config)), log_(log) {}
+    : config_(std::move(config)), log_(log), eager_window_(config_.unexpected_limit) {}
 
 PeerId Engine::add_peer(PeerName name) {
     auto [it, inserted] = peer_ids_.try_emplace(name, static_cast<PeerId>(peers_.size()));
     if (inserted) {
         peers_.push_back(name);
         flow_.emplace_back();
+        // The receiver's unexpected store is shared by every peer that may
+        // send to it. No floor: with very many peers a window may hold no
+        // eager data at all, and every message then goes as a data-less RNDV.
+        // (Kept, not computed per message: a division on every send.)
+        eager_window_ = config_.unexpected_limit / peers_.size();
     }
     return it->second;
 }
@@ -128,14 +133,6 @@ UnexpectedPtr Engine::take_unexpected(std::uint32_t cid, std::int32_t src, std::
 void Engine::release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept {
     held_bytes_ -= std::min(held_bytes_, msg.data.size());
     release_eager(msg.info.peer, msg.data.size(), false, sink);
-}
-
-std::uint64_t Engine::eager_window() const noexcept {
-    // The receiver's unexpected store is shared by every peer that may send
-    // to it. No floor: with very many peers a window may hold no eager data
-    // at all, and every message then goes as a data-less RNDV.
-    const std::uint64_t n = std::max<std::size_t>(peers_.size(), 1);
-    return config_.unexpected_limit / n;
 }
 
 bool Engine::try_charge_eager(PeerId peer, std::uint64_t bytes, bool force) noexcept {

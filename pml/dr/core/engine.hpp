@@ -136,7 +136,7 @@ class Engine {
                                   EngineSink& sink);
 
     // --- eager flow control (sender side)
-    [[nodiscard]] std::uint64_t eager_window() const noexcept;
+    [[nodiscard]] std::uint64_t eager_window() const noexcept { return eager_window_; }
     // Charges `bytes` of eager payload to `peer`; false (nothing charged) when
     // the window is full, unless `force` (for the few bytes of an RGET handle).
     bool try_charge_eager(PeerId peer, std::uint64_t bytes, bool force = false) noexcept;
@@ -201,6 +201,7 @@ class Engine {
     Config config_;
     plugin::common::LogSink& log_;
     std::vector<PeerName> peers_;
+    std::uint64_t eager_window_;  // unexpected_limit / peers (at least one)
     std::vector<PeerFlow> flow_;
     std::unordered_map<PeerName, PeerId, NameHash> peer_ids_;
     // Indexed by context id: Open MPI hands out small dense ids (indices of
