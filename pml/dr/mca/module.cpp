@@ -120,7 +120,20 @@ int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
     return mca_bml.bml_del_procs(nprocs, procs);
 }
 
-int enable(bool) noexcept {
+// Our progress function (timers, deferred retries) needs no turn of its own
+// in every progress loop: it is registered as a low-priority callback
+// (every 8th opal_progress call), which keeps the receive poll loop as
+// tight as ob1's. Not through pml_progress, which Open MPI would register
+// as a high-priority one.
+bool g_progress_registered = false;
+
+int enable(bool on) noexcept {
+    if (on && !g_progress_registered) {
+        const int rc = opal_progress_register_lp(progress);
+        if (rc != OPAL_SUCCESS)
+            return rc;
+        g_progress_registered = true;
+    }
     return OMPI_SUCCESS;
 }
 
@@ -215,7 +228,7 @@ mca_pml_base_module_t make_module() noexcept {
     m.pml_add_procs = add_procs;
     m.pml_del_procs = del_procs;
     m.pml_enable = enable;
-    m.pml_progress = progress;
+    m.pml_progress = nullptr;  // registered by enable() (see there)
     m.pml_add_comm = add_comm;
     m.pml_del_comm = del_comm;
     m.pml_irecv_init = irecv_init;
@@ -264,9 +277,9 @@ int start(size_t count, ompi_request_t** requests) noexcept {
 
 int progress() noexcept {
     State& s = state();
-    // The channel's deadlines are looked at on every 16th turn of a progress
-    // loop: plenty for millisecond timers, and the loop stays tight. (Racy
-    // increments from several threads only shift the sampling.)
+    // The channel's deadlines are looked at on every 16th call (every 128th
+    // turn of a progress loop, see enable()): plenty for millisecond timers.
+    // (Racy increments from several threads only shift the sampling.)
     static std::atomic<unsigned> turn{0};
     const unsigned t = turn.load(std::memory_order_relaxed) + 1;
     turn.store(t, std::memory_order_relaxed);
@@ -319,6 +332,10 @@ mca_pml_base_module_t* module_init(const core::Config& config,
 
 int module_fini() noexcept {
     State& s = g_state;
+    if (g_progress_registered) {
+        opal_progress_unregister(progress);
+        g_progress_registered = false;
+    }
     print_stats();
     reliability_fini();
     s.pending.clear();
