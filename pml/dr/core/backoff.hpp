@@ -32,8 +32,11 @@ constexpr Micros add_saturating(Micros a, Micros b) noexcept {
 constexpr Micros backoff(Micros timeout, unsigned retries) noexcept {
     if (timeout <= 0)
         return 0;
-    const auto factor = static_cast<Micros>(retries) + 1;
-    return timeout > kNever / factor ? kNever : timeout * factor;
+    // Armed on every transmission: an overflow check, not a division.
+    Micros product = 0;
+    if (__builtin_mul_overflow(timeout, static_cast<Micros>(retries) + 1, &product))
+        return kNever;  // kNever is Micros' largest value
+    return product;
 }
 
 // Longest time from arming a timer to the expiry that gives up, when it may

@@ -129,9 +129,12 @@ std::uint8_t ReliableChannel::Ops::choose_path(const Peer& p, PathId hint, std::
             return s;
     }
     const std::size_t n = p.paths.size();
+    if (n == 0)
+        return kNoSlot;
+    start %= n;  // once; the walk below wraps without dividing
     for (const PathState want : {PathState::Alive, PathState::Suspect}) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto s = static_cast<std::uint8_t>((start + i) % n);
+        for (std::size_t i = 0, at = start; i < n; ++i, at = at + 1 == n ? 0 : at + 1) {
+            const auto s = static_cast<std::uint8_t>(at);
             if (p.paths[s].state == want && (avoid & slot_bit(s)) == 0)
                 return s;
         }
