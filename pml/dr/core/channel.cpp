@@ -80,18 +80,6 @@ bool transition_allowed(PeerState from, PeerState to) noexcept {
     return false;
 }
 
-bool transition_allowed(FrameState from, FrameState to) noexcept {
-    switch (from) {
-        case FrameState::Free:
-            return to == FrameState::InFlight;
-        case FrameState::InFlight:
-            return to == FrameState::Acked || to == FrameState::Free;
-        case FrameState::Acked:
-            return to == FrameState::Free;
-    }
-    return false;
-}
-
 ChannelParams channel_params(const Config& config) noexcept {
     ChannelParams p;
     p.ack_timeout = config.ack_timeout;
@@ -159,6 +147,18 @@ void ReliableChannel::Ops::set_state(Ch& ch, Peer& p, PathSlot& pa, PathState to
     pa.state = to;
 }
 
+void ReliableChannel::Ops::illegal(Ch& ch, const Peer& p, const TxFrame& f, FrameState to,
+                                   const char* reason) {
+    logf(ch.log_, LogLevel::Error, "pml dr channel: peer %u seq %u: illegal %s -> %s (%s)", p.id,
+         f.seq, name(f.state), name(to), reason);
+}
+
+void ReliableChannel::Ops::traced(Ch& ch, const Peer& p, const TxFrame& f, FrameState to,
+                                  const char* reason) {
+    logf(ch.log_, LogLevel::Trace, "pml dr channel: peer %u seq %u: %s -> %s (%s)", p.id, f.seq,
+         name(f.state), name(to), reason);
+}
+
 bool ReliableChannel::Ops::set_state(Ch& ch, Peer& p, PeerState to, const char* reason) {
     if (!transition_allowed(p.state, to)) {
         logf(ch.log_, LogLevel::Error, "pml dr channel: peer %u: illegal %s -> %s (%s)", p.id,
@@ -171,20 +171,6 @@ bool ReliableChannel::Ops::set_state(Ch& ch, Peer& p, PeerState to, const char* 
     return true;
 }
 
-void ReliableChannel::Ops::set_state(Ch& ch, Peer& p, TxFrame& f, FrameState to,
-                                     const char* reason) {
-    if (!transition_allowed(f.state, to)) {
-        logf(ch.log_, LogLevel::Error, "pml dr channel: peer %u seq %u: illegal %s -> %s (%s)",
-             p.id, f.seq, name(f.state), name(to), reason);
-        return;
-    }
-    // Every frame passes here two or three times: test the level before
-    // paying for the variadic call.
-    if (ch.log_.enabled(LogLevel::Trace))
-        logf(ch.log_, LogLevel::Trace, "pml dr channel: peer %u seq %u: %s -> %s (%s)", p.id, f.seq,
-             name(f.state), name(to), reason);
-    f.state = to;
-}
 
 void ReliableChannel::Ops::refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason) {
     if (pa.state == PathState::Failed)
@@ -238,7 +224,7 @@ void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
 
 ReliableChannel::ReliableChannel(const ChannelParams& params, ChannelOutput& out,
                                  plugin::common::LogSink& log)
-    : params_(params), out_(out), log_(log) {
+    : params_(params), out_(out), log_(log), trace_(log.enabled(LogLevel::Trace)) {
     if (const std::string err = validate(params); !err.empty()) {
         logf(log_, LogLevel::Error, "pml dr channel: %s; using defaults", err.c_str());
         params_ = ChannelParams{};

@@ -150,7 +150,18 @@ std::string_view to_string(PeerState s) noexcept;
 std::string_view to_string(FrameState s) noexcept;
 bool transition_allowed(PathState from, PathState to) noexcept;
 bool transition_allowed(PeerState from, PeerState to) noexcept;
-bool transition_allowed(FrameState from, FrameState to) noexcept;
+// Inline: every frame makes two or three of these transitions.
+constexpr bool transition_allowed(FrameState from, FrameState to) noexcept {
+    switch (from) {
+        case FrameState::Free:
+            return to == FrameState::InFlight;
+        case FrameState::InFlight:
+            return to == FrameState::Acked || to == FrameState::Free;
+        case FrameState::Acked:
+            return to == FrameState::Free;
+    }
+    return false;
+}
 
 struct ChannelParams {
     unsigned window = 256;    // frames per peer in flight; power of two, 64..4096; both ends equal
@@ -333,6 +344,7 @@ class ReliableChannel {
     ChannelParams params_;
     ChannelOutput& out_;
     plugin::common::LogSink& log_;
+    bool trace_ = false;  // log_ at Trace, read once: frames' transitions test it
     std::vector<std::unique_ptr<Peer>> peers_;    // indexed by PeerId
     std::set<std::pair<Micros, PeerId>> timers_;  // one entry per peer with a deadline
     std::vector<Output> queue_;                   // outputs not yet handed to out_

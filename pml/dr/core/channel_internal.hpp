@@ -144,7 +144,18 @@ struct ReliableChannel::Ops {
                                     std::uint32_t avoid = 0) noexcept;
     static void set_state(Ch& ch, Peer& p, PathSlot& pa, PathState to, const char* reason);
     static bool set_state(Ch& ch, Peer& p, PeerState to, const char* reason);
-    static void set_state(Ch& ch, Peer& p, TxFrame& f, FrameState to, const char* reason);
+    static void set_state(Ch& ch, Peer& p, TxFrame& f, FrameState to, const char* reason) {
+        if (!transition_allowed(f.state, to)) {
+            illegal(ch, p, f, to, reason);
+            return;
+        }
+        if (ch.trace_)
+            traced(ch, p, f, to, reason);
+        f.state = to;
+    }
+    static void illegal(Ch& ch, const Peer& p, const TxFrame& f, FrameState to,
+                        const char* reason);
+    static void traced(Ch& ch, const Peer& p, const TxFrame& f, FrameState to, const char* reason);
     // Alive <-> Suspect follows the retry counters.
     static void refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason);
     static Micros deadline(const Ch& ch, const Peer& p) noexcept;
