@@ -171,7 +171,6 @@ bool ReliableChannel::Ops::set_state(Ch& ch, Peer& p, PeerState to, const char* 
     return true;
 }
 
-
 void ReliableChannel::Ops::refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason) {
     if (pa.state == PathState::Failed)
         return;

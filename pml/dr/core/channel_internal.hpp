@@ -153,8 +153,7 @@ struct ReliableChannel::Ops {
             traced(ch, p, f, to, reason);
         f.state = to;
     }
-    static void illegal(Ch& ch, const Peer& p, const TxFrame& f, FrameState to,
-                        const char* reason);
+    static void illegal(Ch& ch, const Peer& p, const TxFrame& f, FrameState to, const char* reason);
     static void traced(Ch& ch, const Peer& p, const TxFrame& f, FrameState to, const char* reason);
     // Alive <-> Suspect follows the retry counters.
     static void refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason);

@@ -1,5 +1,6 @@
 // Receive side: posting, matching results, unpacking, probes.
 #include <algorithm>
+#include <cstring>
 
 #include "crc32c.hpp"
 #include "pml.hpp"
@@ -61,6 +62,33 @@ int wait_and_free(ompi_request_t* req, ompi_status_public_t* status) noexcept {
     return rc;
 }
 
+// A whole message (MATCH) for a contiguous buffer of a same-architecture
+// sender needs no convertor: its bytes go straight to their place. False:
+// not that case, nothing done.
+bool eager_to_contiguous(RecvRequest* r, ompi_proc_t* proc, const core::MessageInfo& info,
+                         std::span<const std::uint8_t> eager) noexcept {
+    mca_pml_base_request_t& b = r->base.req_base;
+    if (proc->super.proc_arch != opal_local_arch ||
+        !ompi_datatype_is_contiguous_memory_layout(b.req_datatype,
+                                                   static_cast<int32_t>(b.req_count)))
+        return false;
+    b.req_proc = proc;
+    r->base.req_bytes_packed = b.req_datatype->super.size * b.req_count;
+    ompi_status_public_t& st = b.req_ompi.req_status;
+    st.MPI_SOURCE = info.src;
+    st.MPI_TAG = info.tag;
+    r->msg_len = info.msg_len;
+    r->bytes_expected = std::min<std::uint64_t>(info.msg_len, r->base.req_bytes_packed);
+    const std::size_t len =
+        static_cast<std::size_t>(std::min<std::uint64_t>(eager.size(), r->bytes_expected));
+    if (len > 0)
+        std::memcpy(static_cast<char*>(b.req_addr) + b.req_datatype->super.true_lb, eager.data(),
+                    len);
+    r->bytes_received = len;
+    recv_complete(r, OMPI_SUCCESS);
+    return true;
+}
+
 }  // namespace
 
 void handle_match(RecvRequest* r, const core::MessageInfo& info,
@@ -73,6 +101,8 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
         recv_complete(r, MPI_ERR_INTERN);
         return;
     }
+    if (!info.rndv && !info.rget && eager_to_contiguous(r, proc, info, eager))
+        return;
     prepare_convertor(r, proc);
     ompi_status_public_t& st = r->base.req_base.req_ompi.req_status;
     st.MPI_SOURCE = info.src;

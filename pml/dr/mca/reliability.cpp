@@ -409,8 +409,10 @@ StoredFrame* new_frame(PeerId peer) noexcept {
     } else {
         sf = g_rel.pool.back();
         g_rel.pool.pop_back();
+        // The buffer is kept with its old length and content (every caller
+        // sets the bytes): resizing a frame to the length it had zero-fills
+        // nothing.
         std::vector<std::uint8_t> keep = std::move(sf->bytes);
-        keep.clear();
         *sf = StoredFrame{};
         sf->bytes = std::move(keep);
     }

@@ -24,9 +24,11 @@ struct SendRequest;
 // Heap-allocated; its address is the channel's FrameToken.
 struct StoredFrame {
     core::PeerId peer = 0;
-    std::uint32_t seq = 0;            // the channel's, once transmitted
-    SendRequest* owner = nullptr;     // its frames_inflight counts this frame
-    std::vector<std::uint8_t> bytes;  // the whole frame, or only its header (repack)
+    std::uint32_t seq = 0;         // the channel's, once transmitted
+    SendRequest* owner = nullptr;  // its frames_inflight counts this frame
+    // The whole frame, or only its header (repack). new_frame() hands out a
+    // pooled frame with stale bytes: every user sets them.
+    std::vector<std::uint8_t> bytes;
     // repack: the payload is packed again from owner's convertor at
     // [offset, offset + len) for every resend (the request keeps the user's
     // buffer until it completes, which waits for this frame).
