@@ -232,12 +232,6 @@ ReliableChannel::ReliableChannel(const ChannelParams& params, ChannelOutput& out
 
 ReliableChannel::~ReliableChannel() = default;
 
-ReliableChannel::Peer* ReliableChannel::find(PeerId peer) noexcept {
-    return peer < peers_.size() ? peers_[peer].get() : nullptr;
-}
-const ReliableChannel::Peer* ReliableChannel::find(PeerId peer) const noexcept {
-    return peer < peers_.size() ? peers_[peer].get() : nullptr;
-}
 
 void ReliableChannel::reschedule(PeerId id) noexcept {
     Peer* p = find(id);

@@ -336,8 +336,13 @@ class ReliableChannel {
     struct Output;
     struct Ops;  // the implementation's helpers (channel.cpp)
 
-    Peer* find(PeerId peer) noexcept;
-    [[nodiscard]] const Peer* find(PeerId peer) const noexcept;
+    // Inline: every entry starts here.
+    Peer* find(PeerId peer) noexcept {
+        return peer < peers_.size() ? peers_[peer].get() : nullptr;
+    }
+    [[nodiscard]] const Peer* find(PeerId peer) const noexcept {
+        return peer < peers_.size() ? peers_[peer].get() : nullptr;
+    }
     void reschedule(PeerId id) noexcept;
     void flush_outputs();
 

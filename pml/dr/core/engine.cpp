@@ -103,11 +103,6 @@ void Engine::del_comm(std::uint32_t cid, EngineSink& sink) {
     comms_[cid].reset();
 }
 
-CommMatcher* Engine::comm(std::uint32_t cid) noexcept {
-    Comm* c = find_comm(cid);
-    return c == nullptr ? nullptr : &c->matcher;
-}
-
 UnexpectedPtr Engine::post_recv(std::uint32_t cid, Handle recv, std::int32_t src, std::int32_t tag,
                                 EngineSink& sink) {
     CommMatcher* m = comm(cid);

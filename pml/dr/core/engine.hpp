@@ -125,7 +125,10 @@ class Engine {
     // remote group (the group messages come from).
     void add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, EngineSink& sink);
     void del_comm(std::uint32_t cid, EngineSink& sink);
-    [[nodiscard]] CommMatcher* comm(std::uint32_t cid) noexcept;
+    [[nodiscard]] CommMatcher* comm(std::uint32_t cid) noexcept {
+        Comm* c = find_comm(cid);
+        return c == nullptr ? nullptr : &c->matcher;
+    }
 
     // Receive/probe helpers that keep the held-bytes accounting right.
     // Both release the returned message's eager bytes for flow control and

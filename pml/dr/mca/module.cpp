@@ -4,9 +4,10 @@
 #include "reliability.hpp"
 
 namespace pml::dr::mca {
-namespace {
 
 State g_state;
+
+namespace {
 
 // Frames arrive from every BTL through one tag; the engine decodes and
 // validates them and calls back into the sink below.
@@ -125,14 +126,12 @@ int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
 // (every 8th opal_progress call), which keeps the receive poll loop as
 // tight as ob1's. Not through pml_progress, which Open MPI would register
 // as a high-priority one.
-bool g_progress_registered = false;
-
 int enable(bool on) noexcept {
-    if (on && !g_progress_registered) {
+    if (on && !g_state.progress_registered) {
         const int rc = opal_progress_register_lp(progress);
         if (rc != OPAL_SUCCESS)
             return rc;
-        g_progress_registered = true;
+        g_state.progress_registered = true;
     }
     return OMPI_SUCCESS;
 }
@@ -255,9 +254,6 @@ mca_pml_base_module_t make_module() noexcept {
 
 }  // namespace
 
-State& state() noexcept {
-    return g_state;
-}
 core::EngineSink& engine_sink() noexcept {
     return g_sink;
 }
@@ -332,9 +328,9 @@ mca_pml_base_module_t* module_init(const core::Config& config,
 
 int module_fini() noexcept {
     State& s = g_state;
-    if (g_progress_registered) {
+    if (s.progress_registered) {
         opal_progress_unregister(progress);
-        g_progress_registered = false;
+        s.progress_registered = false;
     }
     print_stats();
     reliability_fini();

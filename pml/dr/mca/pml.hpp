@@ -97,10 +97,13 @@ struct State {
     std::deque<Deferred> pending;
     std::atomic<std::size_t> pending_count{0};  // read by progress() without the lock
     bool callbacks_registered = false;
-    bool progress_registered = false;
+    bool progress_registered = false;  // progress() as a low-priority callback
 };
 
-State& state() noexcept;
+extern State g_state;  // module.cpp
+inline State& state() noexcept {
+    return g_state;
+}
 core::EngineSink& engine_sink() noexcept;
 
 // RAII lock over the module mutex (a no-op unless threads are in use).
