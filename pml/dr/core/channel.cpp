@@ -232,7 +232,6 @@ ReliableChannel::ReliableChannel(const ChannelParams& params, ChannelOutput& out
 
 ReliableChannel::~ReliableChannel() = default;
 
-
 void ReliableChannel::reschedule(PeerId id) noexcept {
     Peer* p = find(id);
     const Micros d = p != nullptr ? Ops::deadline(*this, *p) : kNever;

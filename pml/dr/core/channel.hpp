@@ -337,9 +337,7 @@ class ReliableChannel {
     struct Ops;  // the implementation's helpers (channel.cpp)
 
     // Inline: every entry starts here.
-    Peer* find(PeerId peer) noexcept {
-        return peer < peers_.size() ? peers_[peer].get() : nullptr;
-    }
+    Peer* find(PeerId peer) noexcept { return peer < peers_.size() ? peers_[peer].get() : nullptr; }
     [[nodiscard]] const Peer* find(PeerId peer) const noexcept {
         return peer < peers_.size() ? peers_[peer].get() : nullptr;
     }

@@ -1,6 +1,7 @@
 #include "wire.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "crc32c.hpp"
@@ -27,17 +28,47 @@ std::string_view type_names[] = {"invalid", "MATCH", "RNDV",   "CTS",
 class FixedWriter {
   public:
     explicit FixedWriter(std::uint8_t* p) noexcept : p_(p) {}
+    // Fields are gathered into 64-bit words that are stored whole: the
+    // header CRC then reads back exactly what was stored (an 8-byte load of
+    // bytes written by narrower stores waits for them to reach the cache).
+    // Everything here folds into constants once inlined.
     template <std::unsigned_integral T>
     void put(T v) noexcept {
         v = plugin::common::to_big_endian(v);
-        std::memcpy(p_ + at_, &v, sizeof v);
-        at_ += sizeof v;
+        if constexpr (std::endian::native != std::endian::little) {
+            std::memcpy(p_ + at_, &v, sizeof v);  // fill_ stays 0
+            at_ += sizeof v;
+        } else {
+            const std::uint64_t bytes = v;  // memory order = little-endian value order
+            const std::size_t room = 8 - fill_;
+            acc_ |= bytes << (8 * fill_);
+            if (sizeof v < room) {
+                fill_ += sizeof v;
+                return;
+            }
+            store_word();
+            acc_ = sizeof v > room ? bytes >> (8 * room) : 0;
+            fill_ = sizeof v - room;
+        }
     }
-    [[nodiscard]] std::size_t size() const noexcept { return at_; }
+    // Stores what is left of the last word; returns the size written.
+    std::size_t finish() noexcept {
+        if constexpr (std::endian::native == std::endian::little)
+            if (fill_ > 0)
+                std::memcpy(p_ + at_, &acc_, fill_);
+        return at_ + fill_;
+    }
 
   private:
+    void store_word() noexcept {
+        std::memcpy(p_ + at_, &acc_, 8);
+        at_ += 8;
+    }
+
     std::uint8_t* p_;
-    std::size_t at_ = 0;
+    std::size_t at_ = 0;    // bytes stored as whole words
+    std::size_t fill_ = 0;  // bytes gathered in acc_ (< 8)
+    std::uint64_t acc_ = 0;
 };
 
 class FixedReader {
@@ -58,7 +89,9 @@ class FixedReader {
     std::size_t at_ = 0;
 };
 
-void put_common(FixedWriter& w, const Common& c, FrameType type) noexcept {
+// Always inlined: the writer then lives in registers.
+[[gnu::always_inline]] inline void put_common(FixedWriter& w, const Common& c,
+                                              FrameType type) noexcept {
     w.put(kWireVersion);
     w.put(static_cast<std::uint8_t>(type));
     w.put(c.flags);
@@ -68,7 +101,7 @@ void put_common(FixedWriter& w, const Common& c, FrameType type) noexcept {
     w.put(c.frame_seq);
 }
 
-void put_match(FixedWriter& w, const MatchFields& m) noexcept {
+[[gnu::always_inline]] inline void put_match(FixedWriter& w, const MatchFields& m) noexcept {
     w.put(m.cid);
     w.put(static_cast<std::uint32_t>(m.src_rank));
     w.put(static_cast<std::uint32_t>(m.tag));
@@ -96,8 +129,9 @@ Result<std::size_t> encode_fixed(std::span<std::uint8_t> out, Fill&& fill) noexc
         return fail(ErrorCode::NoSpace, "encode buffer too small");
     FixedWriter w(out.data());
     fill(w);
+    const std::size_t n = w.finish();
     put_be32(out.data() + kCrcOffset, header_crc(out.first(N)));
-    return w.size();
+    return n;
 }
 
 }  // namespace
