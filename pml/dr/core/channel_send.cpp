@@ -4,6 +4,7 @@
 #include "channel.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cinttypes>
 
 #include "channel_internal.hpp"
@@ -129,10 +130,8 @@ ReliableChannel::Ops::AckCheck ReliableChannel::Ops::check_ack(const Peer& p,
         return a.sack_base == 0 ? AckCheck::Ok : AckCheck::Bad;
     if (a.sack_base % kVfragFrames != 0)
         return AckCheck::Bad;
-    for (unsigned i = 0; i < kVfragFrames; ++i) {
-        if (((a.sack_mask >> i) & 1u) == 0)
-            continue;
-        const auto s = static_cast<std::uint32_t>(a.sack_base + i);
+    for (std::uint64_t bits = a.sack_mask; bits != 0; bits &= bits - 1) {
+        const auto s = static_cast<std::uint32_t>(a.sack_base + std::countr_zero(bits));
         if (seq_le(s, a.cum_seq))
             continue;  // covered by cum
         if (s == 0 || !seq_lt(s, p.next_seq))
@@ -465,9 +464,10 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
     for (std::uint32_t s = seq_after(p->cum_acked); seq_le(s, ack.cum_seq); s = seq_after(s))
         Ops::ack_frame(*this, *p, s, scan);
     p->cum_acked = ack.cum_seq;
-    for (unsigned i = 0; i < kVfragFrames; ++i) {
-        const auto s = static_cast<std::uint32_t>(ack.sack_base + i);
-        if (((ack.sack_mask >> i) & 1u) != 0 && seq_gt(s, ack.cum_seq))
+    // Only the set bits (in-order traffic sends none).
+    for (std::uint64_t bits = ack.sack_mask; bits != 0; bits &= bits - 1) {
+        const auto s = static_cast<std::uint32_t>(ack.sack_base + std::countr_zero(bits));
+        if (seq_gt(s, ack.cum_seq))
             Ops::ack_frame(*this, *p, s, scan);
     }
     if (!scan.any) {

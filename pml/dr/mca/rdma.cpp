@@ -181,8 +181,10 @@ void rget_release_recv(RecvRequest* r) noexcept {
     if (r->local_handle != nullptr)
         mca_bml_base_deregister_mem(r->rdma_btl, r->local_handle);
     r->local_handle = nullptr;
-    std::free(r->remote_handle);
-    r->remote_handle = nullptr;
+    if (r->remote_handle != nullptr) {  // every receive completes through here
+        std::free(r->remote_handle);
+        r->remote_handle = nullptr;
+    }
 }
 
 }  // namespace pml::dr::mca
