@@ -176,6 +176,8 @@ struct ReliableChannel::Ops {
     static void record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                                 bool retransmit);
     static void release_if_done(Ch& ch, Peer& p, TxFrame& f);
+    // submit()'s frame went out inline (transmit() said done) on `slot`.
+    static void sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, FrameRef ref, Micros now);
     // The BTL finished a transmission of `ref` on path `slot` (on_local_complete).
     static void complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok, Micros now);
     static void advance_una(Ch& ch, Peer& p) noexcept;

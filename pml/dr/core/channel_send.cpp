@@ -342,10 +342,8 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     // The state is consistent and nothing else is queued: hand the frame
     // over directly, then whatever the callback queued.
     draining_ = true;
-    const bool done = out_.transmit(peer, path, ref, false);
-    if (done)
-        if (Peer* q = find(peer); q != nullptr)
-            Ops::complete(*this, *q, Ops::find_slot(*q, path), ref, true, now);
+    if (out_.transmit(peer, path, ref, false))
+        Ops::sent_inline(*this, peer, slot, ref, now);
     draining_ = false;
     flush_outputs();
     return {SubmitStatus::Ok, seq};
@@ -398,6 +396,31 @@ void ReliableChannel::on_local_complete(PeerId peer, PathId path, FrameRef ref, 
         return;
     Ops::complete(*this, *p, Ops::find_slot(*p, path), ref, ok, now);
     flush_outputs();
+}
+
+void ReliableChannel::Ops::sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, FrameRef ref,
+                                       Micros now) {
+    Peer* p = ch.find(peer);
+    if (p == nullptr)
+        return;
+    // The usual case: nothing happened since record_transmit() (one
+    // transmission owed on a healthy path, the frame still in flight).
+    // Undo what it armed for the completion; complete() would do exactly
+    // this, and handles everything else.
+    TxFrame& f = tx(ch, *p, ref.seq);
+    const std::uint32_t bit = slot_bit(slot);
+    if (p->state == PeerState::Alive && slot < p->paths.size() && f.seq == ref.seq &&
+        f.token == ref.token && f.state == FrameState::InFlight && (f.pending & bit) != 0) {
+        PathSlot& pa = p->paths[slot];
+        if (pa.state == PathState::Alive && pa.local_pending == 1 && pa.ack_retries == 0 &&
+            pa.wd_retries == 0) {
+            f.pending &= ~bit;
+            pa.local_pending = 0;
+            pa.wd_deadline = kNever;
+            return;
+        }
+    }
+    complete(ch, *p, slot < p->paths.size() ? slot : kNoSlot, ref, true, now);
 }
 
 void ReliableChannel::Ops::complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok,
