@@ -122,6 +122,46 @@ def test_without_failure_both_paths_carry_data(mpi):
     assert "path over BTL tcp" in text and "path over BTL vader" in text, result
 
 
+# RPUT: with one path (tcp) and checksums off, the receiver of a long message
+# asks the sender to write the rest straight into its buffer with BTL puts.
+RPUT = {"btl": "self,tcp", "pml_dr_csum": "never", "pml_dr_stats": 1}
+
+
+@pytest.mark.mpi_timeout(180)
+def test_long_messages_are_put_over_a_single_tcp_path(mpi):
+    """Every byte checked; every long message went by puts, none fell back."""
+    result = mpi.run("rail_transfer", np=3, mca=dr(**RPUT), args=[30, 4 << 20])
+    c = expect_ok(result, "RAIL_TRANSFER OK")
+    assert c.get("rput_sends", 0) > 0, c
+    assert c["rput_sends"] == c.get("rput_requests"), c
+    assert c.get("rput_fallbacks", 0) == 0, c
+
+
+@pytest.mark.mpi_timeout(240)
+def test_puts_survive_lost_and_duplicated_frames(mpi):
+    """The PUT and PUT-done frames are lost and duplicated like any other
+    (corruption is left out: it turns checksums, and so puts, off)."""
+    mca = dr(**dict(FAULTS, **RPUT, pml_dr_fault_corrupt=0.0, pml_dr_fault_drop=0.1))
+    c = expect_ok(mpi.run("rail_transfer", np=2, mca=mca, args=[40, 2 << 20]), "RAIL_TRANSFER OK")
+    assert c.get("injected_drops", 0) > 0 and c.get("injected_duplicates", 0) > 0, c
+    assert c.get("retransmits", 0) > 0 and c.get("duplicates_dropped", 0) > 0, c
+    assert c.get("rput_sends", 0) > 0 and c.get("rput_fallbacks", 0) == 0, c
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("case", ["checksums wanted", "two paths"])
+def test_no_puts_where_data_could_go_unnoticed(mpi, case):
+    """Put data is not covered by our CRC, and only one path orders it ahead
+    of the PUT-done frame: with tcp's checksums (auto) or a second path the
+    long messages go as FRAGs."""
+    if case == "checksums wanted":
+        mca = dr("self,tcp", pml_dr_stats=1)
+    else:
+        mca = dr(**TWO_PATHS, pml_dr_csum="never", pml_dr_stats=1)
+    c = expect_ok(mpi.run("rail_transfer", np=2, mca=mca, args=[10, 4 << 20]), "RAIL_TRANSFER OK")
+    assert c.get("rput_requests", 0) == 0, c
+
+
 @pytest.mark.mpi_timeout(120)
 @pytest.mark.parametrize("btl", ["vader", "tcp"])
 def test_dead_peer_is_reported_not_hung(mpi, programs, btl):

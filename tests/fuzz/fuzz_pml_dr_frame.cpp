@@ -124,6 +124,11 @@ bool same(const Header& x, const Header& y) {
         return a->released_total == std::get_if<CreditHdr>(&y)->released_total;
     if (const auto* a = std::get_if<NackHdr>(&x))
         return a->seq == std::get_if<NackHdr>(&y)->seq;
+    if (const auto* a = std::get_if<PutHdr>(&x)) {
+        const auto* b = std::get_if<PutHdr>(&y);
+        return a->send_req == b->send_req && a->recv_req == b->recv_req && a->offset == b->offset &&
+               a->want_len == b->want_len && a->remote_addr == b->remote_addr;
+    }
     return false;
 }
 
@@ -143,8 +148,8 @@ Result<std::size_t> encode_any(const Header& h, std::span<std::uint8_t> out) {
 // The type each alternative of Header stands for.
 FrameType type_of_alternative(const Header& h) {
     constexpr std::array<FrameType, std::variant_size_v<Header>> kTypes = {
-        FrameType::Match, FrameType::Rndv,   FrameType::Cts, FrameType::Frag,
-        FrameType::Ack,   FrameType::Credit, FrameType::Nack};
+        FrameType::Match, FrameType::Rndv,   FrameType::Cts,  FrameType::Frag,
+        FrameType::Ack,   FrameType::Credit, FrameType::Nack, FrameType::Put};
     return kTypes[h.index()];
 }
 
@@ -192,11 +197,18 @@ void check_promises(const pml::dr::core::Decoded& d, std::span<const std::uint8_
     } else if (const auto* f = std::get_if<FragHdr>(&d.header)) {
         fuzz::check(f->payload_len == payload_total, "FRAG payload_len != bytes present");
         fuzz::check(has_crc || f->payload_crc == 0, "FRAG payload_crc without csum flag");
+        fuzz::check((c.flags & kFlagPutDone) == 0 || (payload_total == 0 && !has_crc),
+                    "PUT-done FRAG with a payload or checksum");
     } else {
         fuzz::check(payload_total == 0, "a frame type without payload carries one");
         if (const auto* t = std::get_if<CtsHdr>(&d.header))
             fuzz::check(t->offset <= t->want_len, "CTS offset past want_len");
+        if (const auto* p = std::get_if<PutHdr>(&d.header))
+            fuzz::check(p->offset <= p->want_len && p->remote_addr != 0,
+                        "PUT offset past want_len or without an address");
     }
+    fuzz::check((c.flags & kFlagPutDone) == 0 || c.type == FrameType::Frag,
+                "PUT-done flag accepted on a type other than FRAG");
 }
 
 // A frame that decode() accepted.

@@ -301,6 +301,11 @@ void pml_seeds(std::vector<SeedFile>& out) {
     seed("ack", 0, 0, pml::AckHdr{common(0, 0), 41, 43, 0x5ull}, Bytes{});
     seed("credit", 0, 0, pml::CreditHdr{common(pml::kFlagRetransmit, 6), 1u << 16}, Bytes{});
     seed("nack", kStampBoth, 0, pml::NackHdr{common(0, 0), 44}, Bytes{});
+    seed("put", 0, 0, pml::PutHdr{common(0, 4), 0xCAFE, 0xF00D, 10, 1u << 20, 0x7F00'0000'2000u},
+         Bytes{});
+    seed("frag_put_done", kStampBoth, 0,
+         pml::FragHdr{common(pml::kFlagPutDone | pml::kFlagAckNow, 5), 0xF00D, 1u << 20, 0, 0},
+         Bytes{});
 }
 
 // ------------------------------------------------------------ pmix dr

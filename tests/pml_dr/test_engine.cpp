@@ -56,8 +56,17 @@ struct Sink : EngineSink {
     void on_credit(PeerId peer, std::uint64_t released_total) override {
         credits.emplace_back(peer, released_total);
     }
+    std::vector<std::pair<Handle, PutHdr>> puts;
+    std::vector<std::pair<Handle, std::uint64_t>> puts_done;  // (recv, path)
+    void on_put(Handle send, PeerId, const PutHdr& put, std::uint64_t) override {
+        puts.emplace_back(send, put);
+    }
+    void on_put_done(Handle recv, PeerId, std::uint64_t path) override {
+        puts_done.emplace_back(recv, path);
+    }
     [[nodiscard]] std::size_t calls() const {
-        return matches.size() + unexpected.size() + ctss.size() + frags.size() + credits.size();
+        return matches.size() + unexpected.size() + ctss.size() + frags.size() + credits.size() +
+               puts.size() + puts_done.size();
     }
 };
 
@@ -374,6 +383,40 @@ TEST_F(EngineTest, CtsAndFragDispatchToTheirHandles) {
     // Ids stay valid for many frags until released.
     expect_accepted(frag_frame(2, r1, 40, p1));
     EXPECT_EQ(sink.frags.size(), 3u);
+}
+
+// RPUT: a PUT reaches the send it names (only from that send's peer); a
+// PUT-done FRAG reaches its receive only at the accepted length.
+TEST_F(EngineTest, PutAndPutDoneDispatchToTheirHandles) {
+    const auto s = e->register_send(0x1111, pb);
+    const auto r = e->register_recv(0x3333, pc, 1000);
+    PutHdr put;
+    put.common.src_jobid = kJob;
+    put.common.src_vpid = 1;
+    put.send_req = s;
+    put.recv_req = 0xBEEF;
+    put.offset = 10;
+    put.want_len = 900;
+    put.remote_addr = 0x7000'0000;
+    expect_accepted(frame_of(put), 42);
+    ASSERT_EQ(sink.puts.size(), 1u);
+    EXPECT_EQ(sink.puts[0].first, 0x1111u);
+    EXPECT_EQ(sink.puts[0].second.remote_addr, 0x7000'0000u);
+    put.common.src_vpid = 2;  // another peer naming pb's send
+    expect_dropped(frame_of(put), "unknown_request");
+
+    FragHdr done;
+    done.common.flags = kFlagPutDone;
+    done.common.src_jobid = kJob;
+    done.common.src_vpid = 2;
+    done.recv_req = r;
+    done.offset = 999;  // short of the accepted length
+    expect_dropped(frame_of(done), "decode_errors");
+    done.offset = 1000;
+    expect_accepted(frame_of(done), 7);
+    ASSERT_EQ(sink.puts_done.size(), 1u);
+    EXPECT_EQ(sink.puts_done[0], (std::pair<Handle, std::uint64_t>{0x3333, 7}));
+    EXPECT_TRUE(sink.frags.empty()) << "a PUT-done is not data";
 }
 
 TEST_F(EngineTest, AckFromKnownPeerIsNotADrop) {

@@ -73,6 +73,8 @@ struct Samples {
     AckHdr ack{common(0), 0xFFFF'FFF0u, 0xFFFF'FFF1u, 0x8000'0000'0000'0001ull};
     CreditHdr credit{common(kFlagRetransmit), 0x0123'4567'0000'0042ull};
     NackHdr nack{common(0), 0xFFFF'FFFEu};
+    PutHdr put{common(kFlagRetransmit), 0x1111'2222'3333'4444ull, 0x5555'6666'7777'8888ull,
+               0x1'0000'0000ull,        0x2'0000'0001ull,         0x7FFF'0000'1000ull};
 
     std::vector<std::vector<std::uint8_t>> all_frames() const {
         return {frame_of(match, payload),
@@ -81,7 +83,8 @@ struct Samples {
                 frame_of(frag, payload),
                 frame_of(ack),
                 frame_of(credit),
-                frame_of(nack)};
+                frame_of(nack),
+                frame_of(put)};
     }
 };
 
@@ -102,7 +105,8 @@ TEST(PmlDrWire, HeaderSizes) {
     EXPECT_EQ(header_size(FrameType::Credit), 28u);
     EXPECT_EQ(header_size(FrameType::Nack), 28u);
     EXPECT_EQ(header_size(static_cast<FrameType>(0)), 0u);
-    EXPECT_EQ(header_size(static_cast<FrameType>(8)), 0u);
+    EXPECT_EQ(header_size(FrameType::Put), 60u);
+    EXPECT_EQ(header_size(static_cast<FrameType>(9)), 0u);
     EXPECT_EQ(to_string(FrameType::Rndv), "RNDV");
     EXPECT_EQ(to_string(static_cast<FrameType>(77)), "unknown");
 }
@@ -167,6 +171,61 @@ TEST(PmlDrWire, RoundTripCts) {
     EXPECT_EQ(h->offset, s.cts.offset);
     EXPECT_EQ(h->want_len, s.cts.want_len);
     EXPECT_TRUE(d->payload.empty());
+}
+
+TEST(PmlDrWire, RoundTripPut) {
+    Samples s;
+    auto f = frame_of(s.put);
+    ASSERT_EQ(f.size(), kPutHeaderSize);
+    auto d = decode(f);
+    ASSERT_TRUE(d.has_value()) << to_string(d.error().code);
+    const auto* h = std::get_if<PutHdr>(&d->header);
+    ASSERT_NE(h, nullptr);
+    expect_common(h->common, s.put.common, FrameType::Put);
+    EXPECT_EQ(h->send_req, s.put.send_req);
+    EXPECT_EQ(h->recv_req, s.put.recv_req);
+    EXPECT_EQ(h->offset, s.put.offset);
+    EXPECT_EQ(h->want_len, s.put.want_len);
+    EXPECT_EQ(h->remote_addr, s.put.remote_addr);
+    EXPECT_TRUE(d->payload.empty());
+    EXPECT_EQ(to_string(FrameType::Put), "PUT");
+}
+
+TEST(PmlDrWire, PutRules) {
+    Samples s;
+    auto p = s.put;
+    p.offset = p.want_len + 1;
+    EXPECT_EQ(error_of(frame_of(p)), ErrorCode::BadField) << "offset past want_len";
+    p = s.put;
+    p.remote_addr = 0;
+    EXPECT_EQ(error_of(frame_of(p)), ErrorCode::BadField) << "no address to write to";
+    auto f = frame_of(s.put);
+    f.push_back(0x42);
+    EXPECT_EQ(error_of(f), ErrorCode::BadLength) << "PUT carries no payload";
+    p = s.put;
+    p.offset = p.want_len;  // nothing left to write: allowed
+    EXPECT_TRUE(decode(frame_of(p)).has_value());
+}
+
+TEST(PmlDrWire, PutDoneOnlyOnAnEmptyUnchecksummedFrag) {
+    Samples s;
+    FragHdr done{common(kFlagPutDone | kFlagAckNow), 0x0123'4567'89ABull, 1u << 20, 0, 0};
+    auto d = decode(frame_of(done));
+    ASSERT_TRUE(d.has_value()) << to_string(d.error().code);
+    EXPECT_EQ(common_of(d->header).flags & kFlagPutDone, kFlagPutDone);
+    auto with_payload = done;
+    with_payload.payload_len = static_cast<std::uint32_t>(s.payload.size());
+    EXPECT_EQ(error_of(frame_of(with_payload, s.payload)), ErrorCode::BadField);
+    auto with_csum = done;
+    with_csum.common.flags |= kFlagPayloadCsum;
+    with_csum.payload_crc = crc32c(std::span<const std::uint8_t>{});
+    EXPECT_EQ(error_of(frame_of(with_csum)), ErrorCode::BadField);
+    auto cts = s.cts;
+    cts.common.flags |= kFlagPutDone;
+    EXPECT_EQ(error_of(frame_of(cts)), ErrorCode::BadField) << "PUT-done on a CTS";
+    auto put = s.put;
+    put.common.flags |= kFlagPutDone;
+    EXPECT_EQ(error_of(frame_of(put)), ErrorCode::BadField) << "PUT-done on a PUT";
 }
 
 TEST(PmlDrWire, RoundTripFrag) {
@@ -488,7 +547,7 @@ TEST(PmlDrWire, UnknownVersionRejected) {
 
 TEST(PmlDrWire, UnknownTypeRejected) {
     Samples s;
-    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 8, 9, 0x80, 0xFF}) {
+    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 9, 10, 0x80, 0xFF}) {
         auto g = frame_of(s.match, s.payload);
         g[1] = t;
         EXPECT_EQ(error_of(g), ErrorCode::BadType) << "type " << int{t};

@@ -446,6 +446,15 @@ std::vector<PathId> ReliableChannel::paths(PeerId peer) const {
     return out;
 }
 
+std::size_t ReliableChannel::live_paths(PeerId peer) const noexcept {
+    const Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return 0;
+    return static_cast<std::size_t>(
+        std::count_if(p->paths.begin(), p->paths.end(),
+                      [](const PathSlot& pa) { return pa.state != PathState::Failed; }));
+}
+
 std::size_t ReliableChannel::unreleased(PeerId peer) const noexcept {
     const Peer* p = find(peer);
     return p != nullptr ? p->unreleased : 0;

@@ -324,6 +324,9 @@ class ReliableChannel {
     [[nodiscard]] const PeerCounters* counters(PeerId peer) const noexcept;
     [[nodiscard]] const PathCounters* path_counters(PeerId peer, PathId path) const noexcept;
     [[nodiscard]] std::vector<PathId> paths(PeerId peer) const;
+    // Paths to the peer not declared failed (0 for an unknown or dead peer):
+    // with one, a frame can never be re-driven elsewhere.
+    [[nodiscard]] std::size_t live_paths(PeerId peer) const noexcept;
     // Frames holding a window slot (unacked, or acked but owed a completion).
     [[nodiscard]] std::size_t unreleased(PeerId peer) const noexcept;
     [[nodiscard]] std::size_t unacked(PeerId peer) const noexcept;

@@ -290,10 +290,26 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
             return;
         }
         sink.on_cts(it->second.handle, peer, *cts);
+    } else if (const auto* put = std::get_if<PutHdr>(&decoded->header)) {
+        auto it = sends_.find(put->send_req);
+        if (it == sends_.end() || it->second.peer != peer) {
+            ++rx_.unknown_request;
+            return;
+        }
+        sink.on_put(it->second.handle, peer, *put, path);
     } else if (const auto* f = std::get_if<FragHdr>(&decoded->header)) {
         auto it = recvs_.find(f->recv_req);
         if (it == recvs_.end() || it->second.peer != peer) {
             ++rx_.unknown_request;
+            return;
+        }
+        if ((c.flags & kFlagPutDone) != 0) {
+            if (f->offset != it->second.want_len) {
+                ++rx_.decode_errors;
+                logf(log_, LogLevel::Debug, "dropped PUT-done short of the accepted length");
+                return;
+            }
+            sink.on_put_done(it->second.handle, peer, path);
             return;
         }
         if (f->offset > it->second.want_len || payload.size() > it->second.want_len - f->offset) {

@@ -44,6 +44,16 @@ class EngineSink : public MatchSink {
     }
     virtual void on_frag_placed(Handle /*recv*/, PeerId /*peer*/, std::uint64_t /*offset*/,
                                 std::size_t /*len*/) {}
+    // The receiver asks for [offset, want_len) of `send` by BTL puts (a PUT
+    // frame that came on `path`). A sink that does not put sends FRAGs, as
+    // for a CTS.
+    virtual void on_put(Handle send, PeerId peer, const PutHdr& put, std::uint64_t /*path*/) {
+        on_cts(send, peer,
+               CtsHdr{put.common, put.send_req, put.recv_req, put.offset, put.want_len});
+    }
+    // The sender says its puts for receive `recv` are complete (a FRAG with
+    // kFlagPutDone at offset == the receive's accepted length, on `path`).
+    virtual void on_put_done(Handle /*recv*/, PeerId /*peer*/, std::uint64_t /*path*/) {}
 };
 
 // The reliability layer's hook into the receive path: every frame that

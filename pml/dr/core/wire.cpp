@@ -18,8 +18,8 @@ namespace {
 
 constexpr std::size_t kCrcOffset = 4;
 
-std::string_view type_names[] = {"invalid", "MATCH", "RNDV",   "CTS",
-                                 "FRAG",    "ACK",   "CREDIT", "NACK"};
+std::string_view type_names[] = {"invalid", "MATCH",  "RNDV", "CTS", "FRAG",
+                                 "ACK",     "CREDIT", "NACK", "PUT"};
 
 // Every header has a fixed size per type, checked once before any field is
 // touched; fields are then one load or store each at their offset (big-endian,
@@ -193,6 +193,8 @@ std::size_t header_size(FrameType t) noexcept {
             return kCreditHeaderSize;
         case FrameType::Nack:
             return kNackHeaderSize;
+        case FrameType::Put:
+            return kPutHeaderSize;
     }
     return 0;
 }
@@ -250,6 +252,17 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
     });
 }
 
+Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcept {
+    return encode_fixed<kPutHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Put);
+        w.put(h.send_req);
+        w.put(h.recv_req);
+        w.put(h.offset);
+        w.put(h.want_len);
+        w.put(h.remote_addr);
+    });
+}
+
 Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept {
     return encode_fixed<kNackHeaderSize>(out, [&](FixedWriter& w) {
         put_common(w, h.common, FrameType::Nack);
@@ -288,6 +301,8 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
         return fail(ErrorCode::BadField, "unknown flag bits");
     if ((c.flags & kRndvOnlyFlags) != 0 && type != FrameType::Rndv)
         return fail(ErrorCode::BadField, "RNDV-only flag on another frame type");
+    if ((c.flags & kFlagPutDone) != 0 && type != FrameType::Frag)
+        return fail(ErrorCode::BadField, "PUT-done flag on a frame other than FRAG");
     if ((c.flags & kFlagPayloadCsum) != 0 && type != FrameType::Match && type != FrameType::Rndv &&
         type != FrameType::Frag)
         return fail(ErrorCode::BadField, "payload checksum flag on a frame without payload");
@@ -361,7 +376,25 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             h.offset = r.u64();
             h.payload_len = r.u32();
             h.payload_crc = r.u32();
-            check_payload_len(h.payload_len, h.payload_crc);
+            if (check_payload_len(h.payload_len, h.payload_crc) && (c.flags & kFlagPutDone) != 0 &&
+                (payload != 0 || (c.flags & kFlagPayloadCsum) != 0))
+                reject(Error(ErrorCode::BadField, "PUT-done FRAG with a payload or checksum"));
+            d.header = h;
+            break;
+        }
+        case FrameType::Put: {
+            PutHdr h{c, 0, 0, 0, 0, 0};
+            h.send_req = r.u64();
+            h.recv_req = r.u64();
+            h.offset = r.u64();
+            h.want_len = r.u64();
+            h.remote_addr = r.u64();
+            if (payload != 0)
+                reject(Error(ErrorCode::BadLength, "PUT carries no payload"));
+            if (h.offset > h.want_len)
+                reject(Error(ErrorCode::BadField, "PUT offset past want_len"));
+            if (h.remote_addr == 0)
+                reject(Error(ErrorCode::BadField, "PUT without a remote address"));
             d.header = h;
             break;
         }

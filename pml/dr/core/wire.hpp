@@ -51,6 +51,13 @@
 // NACK: frame `seq` arrived with an intact header but a damaged payload;
 //   resend it now rather than at the ACK timeout. +8:
 //   | seq (u32) | reserved (u32, zero) |
+// PUT: receiver matched a RNDV and asks the sender to write bytes
+//   [offset, want_len) of the message with BTL puts at remote_addr + offset
+//   (its contiguous buffer; only BTLs that need no registration, so nothing
+//   else is needed), then to send a FRAG with kFlagPutDone and no payload at
+//   offset == want_len. A sender that cannot put treats it as a CTS. +40:
+//   | send_req (u64) | recv_req (u64) | offset (u64) | want_len (u64) |
+//   | remote_addr (u64, not zero) |
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -72,6 +79,7 @@ enum class FrameType : std::uint8_t {
     Ack = 5,
     Credit = 6,
     Nack = 7,
+    Put = 8,
 };
 std::string_view to_string(FrameType t) noexcept;
 
@@ -82,9 +90,11 @@ enum FrameFlags : std::uint16_t {
     kFlagRget = 0x0008,           // RNDV: payload is a registration handle (see above)
     kFlagCreditStarved = 0x0010,  // RNDV: sender is out of eager credit; report releases now
     kFlagAckNow = 0x0020,         // a request waits for this frame's ACK: do not delay it
+    kFlagPutDone = 0x0040,        // FRAG without payload: the PUT's writes are complete
 };
-inline constexpr std::uint16_t kKnownFlags =
-    kFlagPayloadCsum | kFlagSync | kFlagRetransmit | kFlagRget | kFlagCreditStarved | kFlagAckNow;
+inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFlagRetransmit |
+                                             kFlagRget | kFlagCreditStarved | kFlagAckNow |
+                                             kFlagPutDone;
 inline constexpr std::uint16_t kRndvOnlyFlags = kFlagSync | kFlagRget | kFlagCreditStarved;
 
 inline constexpr std::size_t kCommonHeaderSize = 20;
@@ -95,6 +105,7 @@ inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
 inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 16;
 inline constexpr std::size_t kCreditHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kNackHeaderSize = kCommonHeaderSize + 8;
+inline constexpr std::size_t kPutHeaderSize = kCommonHeaderSize + 40;
 inline constexpr std::size_t kMaxHeaderSize = kRndvHeaderSize;
 
 // Header size of a type, 0 if unknown.
@@ -163,7 +174,16 @@ struct NackHdr {
     std::uint32_t seq = 0;
 };
 
-using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr>;
+struct PutHdr {
+    Common common;
+    std::uint64_t send_req = 0;
+    std::uint64_t recv_req = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t want_len = 0;
+    std::uint64_t remote_addr = 0;
+};
+
+using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr, PutHdr>;
 
 // Encoders write exactly header_size(type) bytes (hdr_crc included) into out,
 // which must be at least that long; they return the size written.
@@ -175,6 +195,7 @@ Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexce
 Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcept;
 
 // Stamps an encoded header in place with its channel seq and extra flags
 // (only kFlagRetransmit and kFlagAckNow; anything else is BadField and
@@ -222,6 +243,8 @@ inline const Common& common_of(const Header& h) noexcept {
         return a->common;
     if (const auto* n = std::get_if<NackHdr>(&h))
         return n->common;
+    if (const auto* p = std::get_if<PutHdr>(&h))
+        return p->common;
     return std::get_if<CreditHdr>(&h)->common;
 }
 

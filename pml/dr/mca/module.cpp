@@ -20,6 +20,13 @@ class Sink final : public core::EngineSink {
     void on_cts(core::Handle send, core::PeerId, const core::CtsHdr& cts) override {
         handle_cts(reinterpret_cast<SendRequest*>(send), cts);
     }
+    void on_put(core::Handle send, core::PeerId, const core::PutHdr& put,
+                std::uint64_t path) override {
+        handle_put(reinterpret_cast<SendRequest*>(send), put, path);
+    }
+    void on_put_done(core::Handle recv, core::PeerId, std::uint64_t) override {
+        rput_done(reinterpret_cast<RecvRequest*>(recv));
+    }
     void on_frag(core::Handle recv, core::PeerId, std::uint64_t offset,
                  std::span<const std::uint8_t> payload) override {
         handle_frag(reinterpret_cast<RecvRequest*>(recv), offset, payload);

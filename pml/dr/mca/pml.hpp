@@ -52,8 +52,17 @@ struct SendRequest {
     bool frags_deferred;  // a schedule_frags retry is queued
     std::uint64_t path_bytes[core::kMaxSchedPaths];  // frag bytes per send BTL, for weighting
     // RGET: the BTL and registration the receiver reads our buffer through.
+    // RPUT: the BTL we write the receiver's buffer through (no registration).
     mca_bml_base_btl_t* rdma_btl;
     mca_btl_base_registration_handle_t* rdma_handle;
+    // RPUT: puts not yet completed (plus the issuing hold), whether one
+    // failed, and where they started, stand and go (the receiver's address).
+    std::uint32_t puts_outstanding;
+    bool put_started;
+    bool put_failed;
+    std::uint64_t put_from;
+    std::uint64_t put_next;
+    std::uint64_t put_remote;
 };
 
 struct RecvRequest {
@@ -72,6 +81,7 @@ struct RecvRequest {
     void* remote_handle;
     mca_btl_base_registration_handle_t* local_handle;
     mca_bml_base_btl_t* rdma_btl;
+    bool put_wait;  // RPUT: the sender writes our buffer; a PUT-done frame ends it
 };
 
 // A retry of work that ran out of BTL resources. `retry` returns true when
@@ -165,6 +175,10 @@ void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept;
 void frame_released(SendRequest* r, bool acked) noexcept;
 // r cannot finish (its peer died): complete it in error once no frame is held.
 void fail_send(SendRequest* r) noexcept;
+// Completes r once nothing refers to it any more and it sent everything.
+void check_send_done(SendRequest* r) noexcept;
+// The FRAG with kFlagPutDone that ends an RPUT, on r->rdma_btl (rput.cpp).
+int send_put_done_frame(SendRequest* r) noexcept;
 int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
           mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept;
 int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
@@ -191,6 +205,22 @@ bool rget_start(RecvRequest* r, const core::MessageInfo& info,
 void rget_release_recv(RecvRequest* r) noexcept;
 // Sends a CTS for a matched RNDV.
 void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noexcept;
+
+// rput.cpp: the RPUT protocol (sender writes into a contiguous receive buffer).
+// Receiver: asks for [offset, bytes_expected) by puts instead of a CTS;
+// false: not possible here, send a CTS.
+bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t offset) noexcept;
+// Receiver: the sender's puts are complete.
+void rput_done(RecvRequest* r) noexcept;
+// Sender: a PUT arrived on `path` (falls back to FRAGs when it cannot put).
+void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noexcept;
+struct RputStats {
+    std::uint64_t requests = 0;   // receives that asked their sender to put
+    std::uint64_t sends = 0;      // sends whose data went by puts
+    std::uint64_t bytes = 0;      // bytes those puts wrote
+    std::uint64_t fallbacks = 0;  // sends whose puts failed: FRAGs instead
+};
+RputStats rput_stats() noexcept;
 
 // recv.cpp
 int start_recv(RecvRequest* r) noexcept;

@@ -129,9 +129,14 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
     }
     // RNDV: tell the sender where to resume (and, for Ssend, that we matched).
     const bool done = r->bytes_received >= r->bytes_expected;
-    if (!done)
+    const std::uint64_t offset = std::min<std::uint64_t>(eager.size(), r->bytes_expected);
+    if (!done) {
         r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
-    send_cts(r, info.send_req, std::min<std::uint64_t>(eager.size(), r->bytes_expected));
+        // Synchronous sends complete on the CTS (matched), so they keep it.
+        if (!info.sync && rput_request(r, info, offset))
+            return;
+    }
+    send_cts(r, info.send_req, offset);
     if (done)
         recv_complete(r, OMPI_SUCCESS);
 }

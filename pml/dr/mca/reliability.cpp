@@ -492,6 +492,10 @@ std::uint32_t next_seq(PeerId peer) noexcept {
     return chan().next_seq(peer);
 }
 
+std::size_t live_paths(PeerId peer) noexcept {
+    return chan().live_paths(peer);
+}
+
 bool peer_is_dead(PeerId peer) noexcept {
     return chan().peer_state(peer) == core::PeerState::Dead;
 }

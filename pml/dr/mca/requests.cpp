@@ -133,6 +133,12 @@ void reset_send_state(SendRequest* r) noexcept {
     r->frags_deferred = false;
     r->rdma_btl = nullptr;
     r->rdma_handle = nullptr;
+    r->puts_outstanding = 0;
+    r->put_started = false;
+    r->put_failed = false;
+    r->put_from = 0;
+    r->put_next = 0;
+    r->put_remote = 0;
     std::fill(std::begin(r->path_bytes), std::end(r->path_bytes), 0);
 }
 
@@ -158,6 +164,7 @@ void reset_recv_state(RecvRequest* r) noexcept {
     r->remote_handle = nullptr;
     r->local_handle = nullptr;
     r->rdma_btl = nullptr;
+    r->put_wait = false;
 }
 
 RecvRequest* alloc_recv() noexcept {

@@ -6,15 +6,10 @@
 #include "reliability.hpp"
 
 namespace pml::dr::mca {
-namespace {
-
-constexpr std::uint32_t kDesFlags =
-    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-
-void schedule_frags(SendRequest* r) noexcept;
 
 void check_send_done(SendRequest* r) noexcept {
-    if (r->frames_inflight != 0)
+    // Frames the channel holds and puts the BTL holds refer to the request.
+    if (r->frames_inflight != 0 || r->puts_outstanding != 0)
         return;
     if (r->failed) {
         send_pml_complete(r);
@@ -23,6 +18,13 @@ void check_send_done(SendRequest* r) noexcept {
     if (!r->rndv || (r->cts_received && r->bytes_scheduled >= r->bytes_target))
         send_pml_complete(r);
 }
+
+namespace {
+
+constexpr std::uint32_t kDesFlags =
+    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+
+void schedule_frags(SendRequest* r) noexcept;
 
 // The next BTL of `arr` in round-robin order whose path to `peer` the
 // channel has not declared failed (the plain next one if none is left: the
@@ -268,6 +270,22 @@ void fail_send(SendRequest* r) noexcept {
     r->failed = true;
     if (!r->scheduling)
         check_send_done(r);
+}
+
+int send_put_done_frame(SendRequest* r) noexcept {
+    std::size_t len = 0;
+    FrameOpts opts;
+    opts.ack_now = true;  // the send completes on its ACK
+    const std::uint64_t recv_id = r->peer_recv_id;
+    const std::uint64_t end = r->bytes_target;
+    return send_data_frame(r, r->rdma_btl, core::kFragHeaderSize, end, len, opts,
+                           [&](std::span<std::uint8_t> out, bool, std::uint32_t, std::size_t) {
+                               core::FragHdr h;
+                               h.common = make_common(core::kFlagPutDone);
+                               h.recv_req = recv_id;
+                               h.offset = end;
+                               (void)core::encode(h, out);
+                           });
 }
 
 bool csum_wanted(const mca_btl_base_module_t* btl) noexcept {

@@ -37,6 +37,13 @@ void print_rx_stats() noexcept {
         static_cast<unsigned long long>(rx.dropped_unknown_comm),
         static_cast<unsigned long long>(rx.bad_credit), s.engine->held_peak(),
         static_cast<unsigned long long>(s.engine->eager_window()));
+    const RputStats rp = rput_stats();
+    opal_output(
+        0,
+        "[pml:dr] rput %s: rput_requests=%llu rput_sends=%llu rput_bytes=%llu rput_fallbacks=%llu",
+        OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(rp.requests),
+        static_cast<unsigned long long>(rp.sends), static_cast<unsigned long long>(rp.bytes),
+        static_cast<unsigned long long>(rp.fallbacks));
 }
 
 void print_reliability_stats() noexcept {

@@ -1,0 +1,190 @@
+// RPUT: for a long message whose receive buffer is contiguous, the receiver
+// answers the RNDV with a PUT (instead of a CTS) naming its buffer, and the
+// sender writes the rest of the message straight into it with BTL puts,
+// then sends a FRAG with kFlagPutDone and no payload. On tcp the data then
+// goes from the socket to its place (one copy less than FRAGs, which the
+// receiver copies out of the BTL's buffer).
+//
+// Used only where it cannot lose data without anyone noticing:
+//   - the BTL needs no memory registration (the PUT carries an address
+//     only) and payload checksums are not wanted on it (put data is not
+//     covered by our CRC), as for RGET;
+//   - the peer has exactly one live path at both ends. Puts complete
+//     locally, so only their order on that one connection ahead of the
+//     PUT-done frame says the data is there; a PUT-done re-driven over
+//     another path could overtake it. With one path, losing it kills the
+//     peer and the transfer fails loudly.
+// A sender that cannot put (or whose puts fail) treats the PUT as a CTS and
+// sends FRAGs, which the receiver takes as usual.
+#include <algorithm>
+
+#include "pml.hpp"
+#include "reliability.hpp"
+
+namespace pml::dr::mca {
+namespace {
+
+RputStats g_stats;
+
+// Puts go in pieces of at most this (a few callbacks per message, and the
+// BTL can interleave other traffic between them).
+constexpr std::uint64_t kPutPiece = std::uint64_t{1} << 20;
+
+bool put_capable(const mca_btl_base_module_t* btl) noexcept {
+    return (btl->btl_flags & MCA_BTL_FLAGS_PUT) != 0 && btl->btl_put != nullptr &&
+           btl->btl_register_mem == nullptr && !csum_wanted(btl);
+}
+
+// The sender's BML entry for `btl` towards r's peer (nullptr: none).
+mca_bml_base_btl_t* bml_for(SendRequest* r, const mca_btl_base_module_t* btl) noexcept {
+    for (mca_bml_base_btl_array_t* arr : {&r->endpoint->btl_rdma, &r->endpoint->btl_send}) {
+        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < n; ++i)
+            if (mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, i); bb->btl == btl)
+                return bb;
+    }
+    return nullptr;
+}
+
+// Everything is written: tell the receiver, on the same path. The send then
+// completes once that frame is acknowledged (check_send_done).
+bool send_put_done(SendRequest* r) noexcept {
+    const int rc = send_put_done_frame(r);
+    if (rc == OMPI_ERR_OUT_OF_RESOURCE)
+        return false;
+    if (rc != OMPI_SUCCESS)
+        r->failed = true;  // the path is gone; the peer is (or will be) dead
+    r->bytes_scheduled = r->bytes_target;
+    r->cts_received = true;
+    check_send_done(r);
+    return true;
+}
+
+// The last put is back: announce the data, or fall back to FRAGs from where
+// the puts started (the receiver accepts those as for a CTS).
+void puts_finished(SendRequest* r) noexcept {
+    if (r->put_failed && !r->failed) {
+        ++g_stats.fallbacks;
+        r->rdma_btl = nullptr;
+        handle_cts(r, core::CtsHdr{{}, r->wire_id, r->peer_recv_id, r->put_from, r->bytes_target});
+        return;
+    }
+    if (r->failed) {
+        check_send_done(r);
+        return;
+    }
+    ++g_stats.sends;
+    g_stats.bytes += r->bytes_target - r->put_from;
+    if (!send_put_done(r))
+        defer(r, [r] { return send_put_done(r); });
+}
+
+void put_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*,
+              mca_btl_base_registration_handle_t*, void*, void* cbdata, int status) noexcept {
+    Guard g;
+    auto* r = static_cast<SendRequest*>(cbdata);
+    if (status != OMPI_SUCCESS)
+        r->put_failed = true;
+    if (--r->puts_outstanding == 0)
+        puts_finished(r);
+}
+
+// Issues puts from r->put_next on; false when the BTL ran out of resources
+// (retried from progress). handle_put() took one count on puts_outstanding
+// that is dropped once every put is issued, so completions cannot finish
+// the transfer early.
+bool issue_puts(SendRequest* r) noexcept {
+    void* base = nullptr;
+    size_t zero = 0;
+    opal_convertor_set_position(&r->base.req_base.req_convertor, &zero);
+    opal_convertor_get_current_pointer(&r->base.req_base.req_convertor, &base);
+    std::uint64_t piece = kPutPiece;
+    if (r->rdma_btl->btl->btl_put_limit > 0)
+        piece = std::min<std::uint64_t>(piece, r->rdma_btl->btl->btl_put_limit);
+    while (!r->put_failed && !r->failed && r->put_next < r->bytes_target) {
+        const std::uint64_t len = std::min(piece, r->bytes_target - r->put_next);
+        ++r->puts_outstanding;
+        const int rc = mca_bml_base_put(r->rdma_btl, static_cast<char*>(base) + r->put_next,
+                                        r->put_remote + r->put_next, nullptr, nullptr,
+                                        static_cast<size_t>(len), 0, MCA_BTL_NO_ORDER, put_done, r);
+        if (rc < 0) {
+            --r->puts_outstanding;
+            if (rc == OMPI_ERR_OUT_OF_RESOURCE)
+                return false;
+            r->put_failed = true;
+            break;
+        }
+        r->put_next += len;
+    }
+    if (--r->puts_outstanding == 0)  // the issuing hold
+        puts_finished(r);
+    return true;
+}
+
+}  // namespace
+
+void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noexcept {
+    if (r->cts_received || r->put_started || r->base.req_base.req_pml_complete)
+        return;
+    const auto* btl = reinterpret_cast<const mca_btl_base_module_t*>(path);
+    mca_bml_base_btl_t* bb = r->endpoint != nullptr ? bml_for(r, btl) : nullptr;
+    if (bb == nullptr || !put_capable(btl) || live_paths(r->peer) != 1 ||
+        opal_convertor_need_buffers(&r->base.req_base.req_convertor)) {
+        handle_cts(r,
+                   core::CtsHdr{put.common, put.send_req, put.recv_req, put.offset, put.want_len});
+        return;
+    }
+    r->put_started = true;
+    r->rdma_btl = bb;
+    r->peer_recv_id = put.recv_req;
+    r->bytes_target = std::min<std::uint64_t>(put.want_len, r->base.req_bytes_packed);
+    r->put_from = std::min(put.offset, r->bytes_target);
+    r->put_next = r->put_from;
+    r->put_remote = put.remote_addr;
+    ++r->puts_outstanding;  // the issuing hold (issue_puts)
+    if (!issue_puts(r))
+        defer(r, [r] { return issue_puts(r); });
+}
+
+bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t offset) noexcept {
+    const auto* btl = reinterpret_cast<const mca_btl_base_module_t*>(info.path);
+    opal_convertor_t* conv = &r->base.req_base.req_convertor;
+    // Short remainders are cheaper as FRAGs (the put-done frame is extra).
+    if (r->bytes_expected - offset < btl->btl_max_send_size || !put_capable(btl) ||
+        live_paths(r->peer) != 1 || opal_convertor_need_buffers(conv))
+        return false;
+    void* base = nullptr;
+    size_t zero = 0;
+    opal_convertor_set_position(conv, &zero);
+    opal_convertor_get_current_pointer(conv, &base);
+    if (base == nullptr)
+        return false;
+    core::PutHdr h;
+    h.common = make_common(0);
+    h.send_req = info.send_req;
+    h.recv_req = r->wire_id;
+    h.offset = offset;
+    h.want_len = r->bytes_expected;
+    h.remote_addr = reinterpret_cast<std::uint64_t>(base);
+    std::uint8_t buf[core::kPutHeaderSize];
+    if (!core::encode(h, buf))
+        return false;
+    r->put_wait = true;
+    ++g_stats.requests;
+    send_control(r->peer, buf);
+    return true;
+}
+
+RputStats rput_stats() noexcept {
+    return g_stats;
+}
+
+void rput_done(RecvRequest* r) noexcept {
+    if (!r->put_wait || r->base.req_base.req_pml_complete)
+        return;
+    r->put_wait = false;
+    r->bytes_received = r->bytes_expected;
+    recv_complete(r, OMPI_SUCCESS);
+}
+
+}  // namespace pml::dr::mca
