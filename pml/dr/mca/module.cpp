@@ -15,29 +15,29 @@ class Sink final : public core::EngineSink {
   public:
     void on_match(core::Handle recv, const core::MessageInfo& info,
                   std::span<const std::uint8_t> eager) override {
-        handle_match(reinterpret_cast<RecvRequest*>(recv), info, eager);
+        handle_match(from_handle<RecvRequest>(recv), info, eager);
     }
     void on_cts(core::Handle send, core::PeerId, const core::CtsHdr& cts) override {
-        handle_cts(reinterpret_cast<SendRequest*>(send), cts);
+        handle_cts(from_handle<SendRequest>(send), cts);
     }
     void on_put(core::Handle send, core::PeerId, const core::PutHdr& put,
                 std::uint64_t path) override {
-        handle_put(reinterpret_cast<SendRequest*>(send), put, path);
+        handle_put(from_handle<SendRequest>(send), put, path);
     }
     void on_put_done(core::Handle recv, core::PeerId, std::uint64_t) override {
-        rput_done(reinterpret_cast<RecvRequest*>(recv));
+        rput_done(from_handle<RecvRequest>(recv));
     }
     void on_frag(core::Handle recv, core::PeerId, std::uint64_t offset,
                  std::span<const std::uint8_t> payload) override {
-        handle_frag(reinterpret_cast<RecvRequest*>(recv), offset, payload);
+        handle_frag(from_handle<RecvRequest>(recv), offset, payload);
     }
     bool place_frag(core::Handle recv, std::uint64_t offset, std::span<const std::uint8_t> payload,
                     std::uint32_t& crc) override {
-        return mca::place_frag(reinterpret_cast<RecvRequest*>(recv), offset, payload, crc);
+        return mca::place_frag(from_handle<RecvRequest>(recv), offset, payload, crc);
     }
     void on_frag_placed(core::Handle recv, core::PeerId, std::uint64_t offset,
                         std::size_t len) override {
-        frag_placed(reinterpret_cast<RecvRequest*>(recv), offset, len);
+        frag_placed(from_handle<RecvRequest>(recv), offset, len);
     }
     void on_credit(core::PeerId peer, std::uint64_t released_total) override {
         core::CreditHdr h;

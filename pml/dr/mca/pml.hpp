@@ -26,8 +26,16 @@ inline constexpr mca_btl_base_tag_t kBtlTag = MCA_BTL_TAG_PML + 1;
 inline std::uint64_t path_of(const mca_btl_base_module_t* btl) noexcept {
     return reinterpret_cast<std::uint64_t>(btl);
 }
+// Core handles and frame tokens are the addresses of our own objects
+// (requests, stored frames), opaque to the core; this is the way back.
+template <typename T>
+T* from_handle(std::uint64_t h) noexcept {
+    return reinterpret_cast<T*>(h);  // NOLINT(performance-no-int-to-ptr)
+}
+
+// The one way back from a path id to its module.
 inline mca_btl_base_module_t* btl_of(std::uint64_t path) noexcept {
-    return reinterpret_cast<mca_btl_base_module_t*>(path);
+    return reinterpret_cast<mca_btl_base_module_t*>(path);  // NOLINT(performance-no-int-to-ptr)
 }
 inline const char* btl_name(const mca_btl_base_module_t* btl) noexcept {
     return btl->btl_component->btl_version.mca_component_name;

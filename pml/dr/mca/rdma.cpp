@@ -143,7 +143,7 @@ bool rget_start(RecvRequest* r, const core::MessageInfo& info,
     if (ep == nullptr)
         return false;
     // The handle belongs to the BTL the RNDV came on: get through that one.
-    const auto* arrived = reinterpret_cast<const mca_btl_base_module_t*>(info.path);
+    const auto* arrived = btl_of(info.path);
     mca_bml_base_btl_t* bb = nullptr;
     const size_t n = mca_bml_base_btl_array_get_size(&ep->btl_rdma);
     for (size_t i = 0; i < n && bb == nullptr; ++i) {

@@ -292,7 +292,7 @@ bool transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
 }
 
 bool Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
-    auto* sf = reinterpret_cast<StoredFrame*>(ref.token);
+    auto* sf = from_handle<StoredFrame>(ref.token);
     sf->seq = ref.seq;
     return transmit_or_defer(sf, path, retransmit);
 }
@@ -363,21 +363,21 @@ void Glue::peer_dead(PeerId peer) {
          proc != nullptr ? OMPI_NAME_PRINT(&proc->super.proc_name) : "?");
     const core::PeerWaiters w = s.engine->fail_peer(peer);
     for (core::Handle h : w.posted_recvs)
-        recv_complete(reinterpret_cast<RecvRequest*>(h), MPI_ERR_OTHER);
+        recv_complete(from_handle<RecvRequest>(h), MPI_ERR_OTHER);
     for (core::Handle h : w.active_recvs) {
-        auto* r = reinterpret_cast<RecvRequest*>(h);
+        auto* r = from_handle<RecvRequest>(h);
         r->wire_id = 0;  // the engine dropped it already
         recv_complete(r, MPI_ERR_OTHER);
     }
     for (core::Handle h : w.sends) {
-        auto* r = reinterpret_cast<SendRequest*>(h);
+        auto* r = from_handle<SendRequest>(h);
         r->wire_id = 0;
         fail_send(r);
     }
 }
 
 void Glue::release(core::FrameToken token, bool acked) noexcept {
-    auto* sf = reinterpret_cast<StoredFrame*>(token);
+    auto* sf = from_handle<StoredFrame>(token);
     sf->released = true;
     sf->acked = acked;
     destroy_if_done(sf);
@@ -405,7 +405,9 @@ void Glue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
 StoredFrame* new_frame(PeerId peer) noexcept {
     StoredFrame* sf = nullptr;
     if (g_rel.pool.empty()) {
-        sf = new StoredFrame;
+        // Out of memory for a frame's bookkeeping ends the process, as any
+        // other allocation failure of this noexcept glue would.
+        sf = new StoredFrame;  // NOLINT(bugprone-unhandled-exception-at-new)
     } else {
         sf = g_rel.pool.back();
         g_rel.pool.pop_back();

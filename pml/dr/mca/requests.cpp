@@ -291,8 +291,10 @@ core::PeerId peer_for(ompi_proc_t* proc) {
     State& s = state();
     const core::PeerId id =
         s.engine->add_peer(core::PeerName{proc->super.proc_name.jobid, proc->super.proc_name.vpid});
+    // The peer id + 1 (0 means none), kept in the pointer-sized slot.
     proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] =
-        reinterpret_cast<void*>(static_cast<std::uintptr_t>(id) + 1);
+        reinterpret_cast<void*>(  // NOLINT(performance-no-int-to-ptr)
+            static_cast<std::uintptr_t>(id) + 1);
     if (s.proc_of_peer.size() <= id)
         s.proc_of_peer.resize(id + 1, nullptr);
     s.proc_of_peer[id] = proc;

@@ -126,7 +126,7 @@ bool issue_puts(SendRequest* r) noexcept {
 void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noexcept {
     if (r->cts_received || r->put_started || r->base.req_base.req_pml_complete)
         return;
-    const auto* btl = reinterpret_cast<const mca_btl_base_module_t*>(path);
+    const auto* btl = btl_of(path);
     mca_bml_base_btl_t* bb = r->endpoint != nullptr ? bml_for(r, btl) : nullptr;
     if (bb == nullptr || !put_capable(btl) || live_paths(r->peer) != 1 ||
         opal_convertor_need_buffers(&r->base.req_base.req_convertor)) {
@@ -147,7 +147,7 @@ void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noe
 }
 
 bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t offset) noexcept {
-    const auto* btl = reinterpret_cast<const mca_btl_base_module_t*>(info.path);
+    const auto* btl = btl_of(info.path);
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
     // Short remainders are cheaper as FRAGs (the put-done frame is extra).
     if (r->bytes_expected - offset < btl->btl_max_send_size || !put_capable(btl) ||
