@@ -89,7 +89,8 @@ struct RecvRequest {
     void* remote_handle;
     mca_btl_base_registration_handle_t* local_handle;
     mca_bml_base_btl_t* rdma_btl;
-    bool put_wait;  // RPUT: the sender writes our buffer; a PUT-done frame ends it
+    bool put_wait;         // RPUT: the sender writes our buffer; a PUT-done frame ends it
+    bool matched_at_post;  // matched an unexpected message while being posted
 };
 
 // A retry of work that ran out of BTL resources. `retry` returns true when

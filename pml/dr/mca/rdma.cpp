@@ -173,7 +173,19 @@ bool rget_start(RecvRequest* r, const core::MessageInfo& info,
         }
     }
     ++r->gets_outstanding;  // the issuing hold, see issue_all_then_release
-    issue_all_then_release(r, info.remote_addr, 0);
+    const std::uint64_t remote_addr = info.remote_addr;
+    if (r->matched_at_post) {
+        // Matched inside MPI_Irecv/MPI_Recv: a get may copy megabytes, so it
+        // waits for progress rather than delaying the caller's next sends
+        // (which the peer may be waiting for).
+        defer(r, [r, remote_addr]() mutable {
+            std::uint64_t from = 0;
+            issue_all_then_release(r, remote_addr, from);
+            return true;
+        });
+        return true;
+    }
+    issue_all_then_release(r, remote_addr, 0);
     return true;
 }
 

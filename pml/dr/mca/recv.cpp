@@ -194,8 +194,10 @@ int start_recv(RecvRequest* r) noexcept {
         return OMPI_ERR_BAD_PARAM;
     core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r),
                                                         b.req_peer, b.req_tag, engine_sink());
-    if (msg)
+    if (msg) {
+        r->matched_at_post = true;
         handle_match(r, msg->info, msg->data);
+    }
     return OMPI_SUCCESS;
 }
 

@@ -165,6 +165,7 @@ void reset_recv_state(RecvRequest* r) noexcept {
     r->local_handle = nullptr;
     r->rdma_btl = nullptr;
     r->put_wait = false;
+    r->matched_at_post = false;
 }
 
 RecvRequest* alloc_recv() noexcept {
