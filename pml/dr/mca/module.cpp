@@ -52,13 +52,19 @@ Sink g_sink;
 
 void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des,
               void*) noexcept {
-    Guard g;
     const mca_btl_base_segment_t* seg = des->des_segments;
     if (des->des_segment_count == 1) {
-        reliability_on_frame(btl,
-                             {static_cast<const std::uint8_t*>(seg->seg_addr.pval), seg->seg_len});
+        // The frame was just written by another core: ask for the header's
+        // last cache line now, so that its miss overlaps the first one
+        // instead of following it.
+        const auto* frame = static_cast<const std::uint8_t*>(seg->seg_addr.pval);
+        if (seg->seg_len >= core::kMatchHeaderSize)
+            __builtin_prefetch(frame + core::kMatchHeaderSize - 1);
+        Guard g;
+        reliability_on_frame(btl, {frame, seg->seg_len});
         return;
     }
+    Guard g;
     // Rare: a BTL that hands us several segments. Gather them.
     std::vector<std::uint8_t> frame;
     for (size_t i = 0; i < des->des_segment_count; ++i) {
