@@ -128,8 +128,16 @@ std::uint32_t crc32c_header_hw(const void* data, std::size_t len, std::size_t fi
     return ~crc32c_detail::hw_update_header(~0u, bytes_of(data), len, field);
 }
 
+namespace {
+// Read once at load for the per-frame path (false until then: the software
+// path, still right, for any caller during static initialisation).
+const bool g_hw_at_load = crc32c_hw_available();
+}  // namespace
+
 std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field) noexcept {
-    return crc32c_header_hw(data, len, field);
+    if (g_hw_at_load && ((len | field) & 3u) == 0 && field <= len && len - field >= 4)
+        return ~crc32c_detail::hw_update_header(~0u, bytes_of(data), len, field);
+    return crc32c_header_sw(data, len, field);
 }
 
 std::uint32_t crc32c_copy(void* dst, const void* src, std::size_t len, std::uint32_t crc) noexcept {
