@@ -120,24 +120,28 @@ std::uint32_t crc32c_header_sw(const void* data, std::size_t len, std::size_t fi
     return ~reg;
 }
 
-std::uint32_t crc32c_header_hw(const void* data, std::size_t len, std::size_t field) noexcept {
-    // The hardware path works in 4-byte steps; anything else is rare enough
-    // for the general one.
-    if (!crc32c_hw_available() || len % 4 != 0 || field % 4 != 0 || field > len || len - field < 4)
-        return crc32c_header_sw(data, len, field);
-    return ~crc32c_detail::hw_update_header(~0u, bytes_of(data), len, field);
-}
-
 namespace {
+
 // Read once at load for the per-frame path (false until then: the software
 // path, still right, for any caller during static initialisation).
 const bool g_hw_at_load = crc32c_hw_available();
-}  // namespace
 
-std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field) noexcept {
-    if (g_hw_at_load && ((len | field) & 3u) == 0 && field <= len && len - field >= 4)
+// The hardware path works in 4-byte steps on a field inside the header;
+// anything else is rare enough for the general one.
+std::uint32_t header_crc(bool hw, const void* data, std::size_t len, std::size_t field) noexcept {
+    if (hw && ((len | field) & 3u) == 0 && field <= len && len - field >= 4)
         return ~crc32c_detail::hw_update_header(~0u, bytes_of(data), len, field);
     return crc32c_header_sw(data, len, field);
+}
+
+}  // namespace
+
+std::uint32_t crc32c_header_hw(const void* data, std::size_t len, std::size_t field) noexcept {
+    return header_crc(crc32c_hw_available(), data, len, field);
+}
+
+std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field) noexcept {
+    return header_crc(g_hw_at_load, data, len, field);
 }
 
 std::uint32_t crc32c_copy(void* dst, const void* src, std::size_t len, std::uint32_t crc) noexcept {

@@ -276,11 +276,10 @@ void ReliableChannel::flush_outputs() {
                 if (slot == kNoSlot || f.state == FrameState::Free || f.seq != o.ref.seq ||
                     f.token != o.ref.token || (f.pending & slot_bit(slot)) == 0)
                     break;
-                // Done at once: complete it now (the callback may have changed
-                // the peer, so it is looked up again).
+                // Done at once: as in submit(). The callback may have changed
+                // the peer, so slot is taken before and checked after.
                 if (out_.transmit(o.peer, o.path, o.ref, o.retransmit))
-                    if (Peer* q = find(o.peer); q != nullptr)
-                        Ops::complete(*this, *q, Ops::find_slot(*q, o.path), o.ref, true, o.now);
+                    Ops::sent_inline(*this, o.peer, slot, o.ref, o.now);
                 break;
             }
             case Kind::Ack:

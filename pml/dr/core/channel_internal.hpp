@@ -171,12 +171,18 @@ struct ReliableChannel::Ops {
     static void move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now);
     static bool transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                          bool retransmit);
-    // transmit() without queueing the Transmit output: the caller hands the
-    // frame over itself (submit's direct path).
+    // transmit() is record_transmit() (the channel's state) then
+    // queue_transmit() (the output); submit's direct path hands the frame
+    // over itself instead of queueing it.
     static void record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                                 bool retransmit);
+    static void queue_transmit(Ch& ch, const Peer& p, const TxFrame& f, std::uint8_t slot,
+                               Micros now, bool retransmit);
     static void release_if_done(Ch& ch, Peer& p, TxFrame& f);
-    // submit()'s frame went out inline (transmit() said done) on `slot`.
+    // An acknowledged frame no BTL holds any more: free its slot, tell the glue.
+    static void release(Ch& ch, Peer& p, TxFrame& f, const char* reason);
+    // A frame went out inline on `slot` (transmit() said done): its owed
+    // completion is settled at once.
     static void sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, FrameRef ref, Micros now);
     // The BTL finished a transmission of `ref` on path `slot` (on_local_complete).
     static void complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok, Micros now);

@@ -47,6 +47,12 @@ bool ReliableChannel::Ops::transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t sl
     if ((f.pending & slot_bit(slot)) != 0)
         return false;
     record_transmit(ch, p, f, slot, now, retransmit);
+    queue_transmit(ch, p, f, slot, now, retransmit);
+    return true;
+}
+
+void ReliableChannel::Ops::queue_transmit(Ch& ch, const Peer& p, const TxFrame& f,
+                                          std::uint8_t slot, Micros now, bool retransmit) {
     Output o;
     o.kind = Kind::Transmit;
     o.retransmit = retransmit;
@@ -55,7 +61,6 @@ bool ReliableChannel::Ops::transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t sl
     o.ref = FrameRef{f.seq, f.token};
     o.now = now;
     ch.queue_.push_back(o);
-    return true;
 }
 
 void ReliableChannel::Ops::record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot,
@@ -81,7 +86,11 @@ void ReliableChannel::Ops::record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uin
 void ReliableChannel::Ops::release_if_done(Ch& ch, Peer& p, TxFrame& f) {
     if (f.state != FrameState::Acked || f.pending != 0)
         return;
-    set_state(ch, p, f, FrameState::Free, "released");
+    release(ch, p, f, "released");
+}
+
+void ReliableChannel::Ops::release(Ch& ch, Peer& p, TxFrame& f, const char* reason) {
+    set_state(ch, p, f, FrameState::Free, reason);
     --p.unreleased;
     emit(ch, Kind::Acked, p.id, 0, f.token);
 }
@@ -115,9 +124,7 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
         set_state(ch, p, f, FrameState::Acked, "acknowledged");
         return;
     }
-    set_state(ch, p, f, FrameState::Free, "acknowledged and released");
-    --p.unreleased;
-    emit(ch, Kind::Acked, p.id, 0, f.token);
+    release(ch, p, f, "acknowledged and released");
 }
 
 ReliableChannel::Ops::AckCheck ReliableChannel::Ops::check_ack(const Peer& p,
@@ -328,17 +335,11 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     Ops::due_by(*this, *p,
                 std::min({pa.ack_deadline, pa.wd_deadline,
                           add_saturating(p->last_progress, params_.peer_dead_timeout)}));
-    const FrameRef ref{seq, token};
     if (draining_) {  // a nested call: the outer drain hands it over
-        Output o;
-        o.kind = Output::Kind::Transmit;
-        o.peer = peer;
-        o.path = path;
-        o.ref = ref;
-        o.now = now;
-        queue_.push_back(o);
+        Ops::queue_transmit(*this, *p, f, slot, now, false);
         return {SubmitStatus::Ok, seq};
     }
+    const FrameRef ref{seq, token};
     // The state is consistent and nothing else is queued: hand the frame
     // over directly, then whatever the callback queued.
     draining_ = true;
@@ -403,24 +404,25 @@ void ReliableChannel::Ops::sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, F
     Peer* p = ch.find(peer);
     if (p == nullptr)
         return;
+    const bool slot_ok = slot < p->paths.size() && !p->window.empty();
     // The usual case: nothing happened since record_transmit() (one
     // transmission owed on a healthy path, the frame still in flight).
     // Undo what it armed for the completion; complete() would do exactly
     // this, and handles everything else.
-    TxFrame& f = tx(ch, *p, ref.seq);
-    const std::uint32_t bit = slot_bit(slot);
-    if (p->state == PeerState::Alive && slot < p->paths.size() && f.seq == ref.seq &&
-        f.token == ref.token && f.state == FrameState::InFlight && (f.pending & bit) != 0) {
+    if (slot_ok && p->state == PeerState::Alive) {
+        TxFrame& f = tx(ch, *p, ref.seq);
         PathSlot& pa = p->paths[slot];
-        if (pa.state == PathState::Alive && pa.local_pending == 1 && pa.ack_retries == 0 &&
-            pa.wd_retries == 0) {
+        const std::uint32_t bit = slot_bit(slot);
+        if (f.seq == ref.seq && f.token == ref.token && f.state == FrameState::InFlight &&
+            (f.pending & bit) != 0 && pa.state == PathState::Alive && pa.local_pending == 1 &&
+            pa.ack_retries == 0 && pa.wd_retries == 0) {
             f.pending &= ~bit;
             pa.local_pending = 0;
             pa.wd_deadline = kNever;
             return;
         }
     }
-    complete(ch, *p, slot < p->paths.size() ? slot : kNoSlot, ref, true, now);
+    complete(ch, *p, slot_ok ? slot : kNoSlot, ref, true, now);
 }
 
 void ReliableChannel::Ops::complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok,

@@ -48,8 +48,7 @@ class EngineSink : public MatchSink {
     // frame that came on `path`). A sink that does not put sends FRAGs, as
     // for a CTS.
     virtual void on_put(Handle send, PeerId peer, const PutHdr& put, std::uint64_t /*path*/) {
-        on_cts(send, peer,
-               CtsHdr{put.common, put.send_req, put.recv_req, put.offset, put.want_len});
+        on_cts(send, peer, cts_of(put));
     }
     // The sender says its puts for receive `recv` are complete (a FRAG with
     // kFlagPutDone at offset == the receive's accepted length, on `path`).

@@ -183,6 +183,11 @@ struct PutHdr {
     std::uint64_t remote_addr = 0;
 };
 
+// A PUT read as the CTS it stands for (a sender that cannot put sends FRAGs).
+inline CtsHdr cts_of(const PutHdr& put) noexcept {
+    return CtsHdr{put.common, put.send_req, put.recv_req, put.offset, put.want_len};
+}
+
 using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr, PutHdr>;
 
 // Encoders write exactly header_size(type) bytes (hdr_crc included) into out,

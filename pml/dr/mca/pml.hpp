@@ -153,6 +153,16 @@ class ConvertorAt {
     bool cloned_ = false;
 };
 
+// The first byte of a contiguous buffer described by `conv` (moves the
+// convertor to position 0).
+inline void* buffer_start(opal_convertor_t* conv) noexcept {
+    void* start = nullptr;
+    size_t zero = 0;
+    opal_convertor_set_position(conv, &zero);
+    opal_convertor_get_current_pointer(conv, &start);
+    return start;
+}
+
 // module.cpp: the deferred-work queue (call with the module lock held).
 void defer(const void* owner, std::function<bool()> retry);
 void cancel_deferred(const void* owner) noexcept;

@@ -28,10 +28,7 @@ void get_finished(RecvRequest* r, int status) noexcept;
 int issue_gets(RecvRequest* r, std::uint64_t remote_addr, std::uint64_t& from,
                std::uint64_t to) noexcept {
     mca_bml_base_btl_t* bb = r->rdma_btl;
-    void* local = nullptr;
-    size_t zero = 0;
-    opal_convertor_set_position(&r->base.req_base.req_convertor, &zero);
-    opal_convertor_get_current_pointer(&r->base.req_base.req_convertor, &local);
+    void* local = buffer_start(&r->base.req_base.req_convertor);
     const std::uint64_t limit = bb->btl->btl_get_limit;
     while (from < to) {
         const std::uint64_t len = std::min(limit, to - from);
@@ -107,10 +104,7 @@ bool rget_prepare(SendRequest* r) noexcept {
             continue;
         if (bb->btl->btl_registration_handle_size > 4096)
             continue;
-        void* addr = nullptr;
-        size_t zero = 0;
-        opal_convertor_set_position(conv, &zero);
-        opal_convertor_get_current_pointer(conv, &addr);
+        void* addr = buffer_start(conv);
         mca_btl_base_registration_handle_t* handle = nullptr;
         if (bb->btl->btl_register_mem != nullptr) {
             mca_bml_base_register_mem(bb, addr, r->base.req_bytes_packed,
@@ -178,9 +172,8 @@ bool rget_start(RecvRequest* r, const core::MessageInfo& info,
         // Matched inside MPI_Irecv/MPI_Recv: a get may copy megabytes, so it
         // waits for progress rather than delaying the caller's next sends
         // (which the peer may be waiting for).
-        defer(r, [r, remote_addr]() mutable {
-            std::uint64_t from = 0;
-            issue_all_then_release(r, remote_addr, from);
+        defer(r, [r, remote_addr] {
+            issue_all_then_release(r, remote_addr, 0);
             return true;
         });
         return true;

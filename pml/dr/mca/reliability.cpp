@@ -93,23 +93,6 @@ void rearm() noexcept {
     g_rel.timer.arm(d, g_rel.now);
 }
 
-mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
-    const State& s = state();
-    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
-    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
-    if (ep == nullptr)
-        return nullptr;
-    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
-        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
-        for (std::size_t i = 0; i < n; ++i) {
-            mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, i);
-            if (bb->btl == btl)
-                return bb;
-        }
-    }
-    return nullptr;
-}
-
 bool is_fail_btl(const mca_btl_base_module_t* btl) noexcept {
     const core::Config& c = state().config;
     return c.fault_fail_after > 0 && c.fault_fail_btl == btl_name(btl);
@@ -401,6 +384,23 @@ void Glue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
 }
 
 }  // namespace
+
+mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
+    const State& s = state();
+    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    if (ep == nullptr)
+        return nullptr;
+    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
+        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < n; ++i) {
+            mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, i);
+            if (bb->btl == btl)
+                return bb;
+        }
+    }
+    return nullptr;
+}
 
 StoredFrame* new_frame(PeerId peer) noexcept {
     StoredFrame* sf = nullptr;

@@ -72,6 +72,8 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
 // declared the path failed).
 bool path_usable(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 bool peer_is_dead(core::PeerId peer) noexcept;
+// The BML's entry for `btl` towards `peer` (nullptr: none).
+mca_bml_base_btl_t* find_bml(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 // Paths to the peer the channel has not declared failed.
 std::size_t live_paths(core::PeerId peer) noexcept;
 // The frame_seq the next frame submitted to `peer` will carry.

@@ -35,17 +35,6 @@ bool put_capable(const mca_btl_base_module_t* btl) noexcept {
            btl->btl_register_mem == nullptr && !csum_wanted(btl);
 }
 
-// The sender's BML entry for `btl` towards r's peer (nullptr: none).
-mca_bml_base_btl_t* bml_for(SendRequest* r, const mca_btl_base_module_t* btl) noexcept {
-    for (mca_bml_base_btl_array_t* arr : {&r->endpoint->btl_rdma, &r->endpoint->btl_send}) {
-        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
-        for (std::size_t i = 0; i < n; ++i)
-            if (mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, i); bb->btl == btl)
-                return bb;
-    }
-    return nullptr;
-}
-
 // Everything is written: tell the receiver, on the same path. The send then
 // completes once that frame is acknowledged (check_send_done).
 bool send_put_done(SendRequest* r) noexcept {
@@ -94,10 +83,7 @@ void put_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*,
 // that is dropped once every put is issued, so completions cannot finish
 // the transfer early.
 bool issue_puts(SendRequest* r) noexcept {
-    void* base = nullptr;
-    size_t zero = 0;
-    opal_convertor_set_position(&r->base.req_base.req_convertor, &zero);
-    opal_convertor_get_current_pointer(&r->base.req_base.req_convertor, &base);
+    void* base = buffer_start(&r->base.req_base.req_convertor);
     std::uint64_t piece = kPutPiece;
     if (r->rdma_btl->btl->btl_put_limit > 0)
         piece = std::min<std::uint64_t>(piece, r->rdma_btl->btl->btl_put_limit);
@@ -127,11 +113,10 @@ void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noe
     if (r->cts_received || r->put_started || r->base.req_base.req_pml_complete)
         return;
     const auto* btl = btl_of(path);
-    mca_bml_base_btl_t* bb = r->endpoint != nullptr ? bml_for(r, btl) : nullptr;
+    mca_bml_base_btl_t* bb = find_bml(r->peer, btl);
     if (bb == nullptr || !put_capable(btl) || live_paths(r->peer) != 1 ||
         opal_convertor_need_buffers(&r->base.req_base.req_convertor)) {
-        handle_cts(r,
-                   core::CtsHdr{put.common, put.send_req, put.recv_req, put.offset, put.want_len});
+        handle_cts(r, core::cts_of(put));
         return;
     }
     r->put_started = true;
@@ -153,10 +138,7 @@ bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t o
     if (r->bytes_expected - offset < btl->btl_max_send_size || !put_capable(btl) ||
         live_paths(r->peer) != 1 || opal_convertor_need_buffers(conv))
         return false;
-    void* base = nullptr;
-    size_t zero = 0;
-    opal_convertor_set_position(conv, &zero);
-    opal_convertor_get_current_pointer(conv, &base);
+    void* base = buffer_start(conv);
     if (base == nullptr)
         return false;
     core::PutHdr h;

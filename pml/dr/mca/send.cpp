@@ -328,10 +328,7 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
     if (hlen > 0)
         std::memcpy(base + core::kRndvHeaderSize, r->rdma_handle, hlen);
-    void* addr = nullptr;
-    size_t zero = 0;
-    opal_convertor_set_position(&r->base.req_base.req_convertor, &zero);
-    opal_convertor_get_current_pointer(&r->base.req_base.req_convertor, &addr);
+    void* addr = buffer_start(&r->base.req_base.req_convertor);
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
     // The receiver releases the handle's bytes like eager data: charge them.
     (void)state().engine->try_charge_eager(r->peer, hlen, true);
