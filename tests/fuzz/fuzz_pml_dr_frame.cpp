@@ -1,5 +1,5 @@
 // Fuzz target: pml dr frame decoders (decode, decode_into, decode_header,
-// decode_header_into) and stamp().
+// decode_header_into, decode_match) and stamp().
 //
 // Input: | ctrl (u8) | split (u8) | stamp_seq (u32) | frame... |
 //   ctrl bit 0 (kRawHdrCrc):     leave hdr_crc as it is
@@ -20,8 +20,9 @@
 // payload CRC matches, known flags only, ...), re-encodes byte for byte to
 // its header (the format is canonical), decodes back to the same fields,
 // fails when cut short or extended by a byte, and survives stamp() with a
-// new seq and the transmit-time flags. stamp() on arbitrary bytes either
-// fails without touching them or writes only flags, hdr_crc and frame_seq.
+// new seq, ack_seq and the transmit-time flags. stamp() on arbitrary bytes
+// either fails without touching them or writes only flags, hdr_crc,
+// frame_seq and ack_seq.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -86,7 +87,7 @@ std::vector<std::uint8_t> fix_up(std::span<const std::uint8_t> raw, std::uint8_t
 
 bool same(const Common& a, const Common& b) {
     return a.type == b.type && a.flags == b.flags && a.src_jobid == b.src_jobid &&
-           a.src_vpid == b.src_vpid && a.frame_seq == b.frame_seq;
+           a.src_vpid == b.src_vpid && a.frame_seq == b.frame_seq && a.ack_seq == b.ack_seq;
 }
 bool same(const MatchFields& a, const MatchFields& b) {
     return a.cid == b.cid && a.src_rank == b.src_rank && a.tag == b.tag && a.msg_seq == b.msg_seq &&
@@ -117,8 +118,7 @@ bool same(const Header& x, const Header& y) {
     }
     if (const auto* a = std::get_if<AckHdr>(&x)) {
         const auto* b = std::get_if<AckHdr>(&y);
-        return a->cum_seq == b->cum_seq && a->sack_base == b->sack_base &&
-               a->sack_mask == b->sack_mask;
+        return a->sack_base == b->sack_base && a->sack_mask == b->sack_mask;
     }
     if (const auto* a = std::get_if<CreditHdr>(&x))
         return a->released_total == std::get_if<CreditHdr>(&y)->released_total;
@@ -244,27 +244,30 @@ void check_accepted(const pml::dr::core::Decoded& d, std::span<const std::uint8_
     longer.push_back(0);
     fuzz::check(!decode(longer), "accepted a frame with a stray byte");
 
-    // stamp(): new seq and transmit-time flags, everything else as it was.
+    // stamp(): new seq, ack_seq and transmit-time flags, everything else as it was.
     std::vector<std::uint8_t> stamped(frame.begin(), frame.end());
-    const auto st = stamp(stamped, stamp_seq, stamp_flags);
+    const std::uint32_t stamp_ack = ~stamp_seq;
+    const auto st = stamp(stamped, stamp_seq, stamp_ack, stamp_flags);
     fuzz::check(st.has_value(), "stamp() failed on an accepted frame");
     const auto sd = decode(stamped);
     fuzz::check(sd.has_value(), "a stamped frame is refused");
     Header expect = d.header;
     mutable_common(expect).frame_seq = stamp_seq;
+    mutable_common(expect).ack_seq = stamp_ack;
     mutable_common(expect).flags =
         static_cast<std::uint16_t>(mutable_common(expect).flags | stamp_flags);
-    fuzz::check(same(sd->header, expect), "stamp() changed more than seq and flags");
+    fuzz::check(same(sd->header, expect), "stamp() changed more than seq, ack_seq and flags");
+    fuzz::check(ack_seq_of(stamped) == stamp_ack, "ack_seq_of() disagrees with decode");
 }
 
 // stamp() on arbitrary bytes: fails without writing, or writes only the
-// flags, hdr_crc and frame_seq fields of the type's header.
+// flags, hdr_crc, frame_seq and ack_seq fields of the type's header.
 void check_stamp_raw(std::span<const std::uint8_t> frame, std::uint32_t seq, std::uint16_t flags) {
     std::vector<std::uint8_t> s(frame.begin(), frame.end());
-    const auto r = stamp(s, seq, flags);
+    const auto r = stamp(s, seq, seq ^ 0x5A5A5A5Au, flags);
     for (std::size_t i = 0; i < s.size(); ++i) {
         const bool writable = i == 2 || i == 3 || (i >= 4 && i < 8) ||
-                              (i >= kCommonHeaderSize - 4 && i < kCommonHeaderSize);
+                              (i >= kCommonHeaderSize - 8 && i < kCommonHeaderSize);
         if (!r.has_value() || !writable)
             fuzz::check(s[i] == frame[i], "stamp() wrote outside its fields or after failing");
     }
@@ -320,6 +323,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         fuzz::check(hinto_r.has_value() && same(hinto, *hdr),
                     "decode_header and decode_header_into disagree");
     }
+
+    // The receive fast path's decoder takes exactly the MATCH frames
+    // decode_header accepts, and reads them the same.
+    MatchHdr fast;
+    const bool fast_ok = decode_match(frame, fast);
+    const bool is_match = hdr && std::holds_alternative<MatchHdr>(hdr->header);
+    fuzz::check(fast_ok == is_match, "decode_match and decode_header disagree on a frame");
+    if (fast_ok)
+        fuzz::check(same(Header{fast}, hdr->header), "decode_match reads fields differently");
 
     // Where the header's contiguous bytes end does not matter (scatter/gather).
     const std::size_t hsize = frame.size() >= 2 ? header_size(static_cast<FrameType>(frame[1])) : 0;

@@ -189,6 +189,7 @@ pml::Common common(std::uint16_t flags, std::uint32_t seq) {
     c.src_jobid = 0x8001'0203u;
     c.src_vpid = 3;
     c.frame_seq = seq;
+    c.ack_seq = seq + 7;
     return c;
 }
 
@@ -298,7 +299,7 @@ void pml_seeds(std::vector<SeedFile>& out) {
                        plugin::common::crc32c(p.data(), p.size())};
         seed("frag", kStampRetransmit, 5, f, p);
     }
-    seed("ack", 0, 0, pml::AckHdr{common(0, 0), 41, 43, 0x5ull}, Bytes{});
+    seed("ack", 0, 0, pml::AckHdr{common(0, 0), 64, 0x5ull}, Bytes{});
     seed("credit", 0, 0, pml::CreditHdr{common(pml::kFlagRetransmit, 6), 1u << 16}, Bytes{});
     seed("nack", kStampBoth, 0, pml::NackHdr{common(0, 0), 44}, Bytes{});
     seed("put", 0, 0, pml::PutHdr{common(0, 4), 0xCAFE, 0xF00D, 10, 1u << 20, 0x7F00'0000'2000u},

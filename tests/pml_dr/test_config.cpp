@@ -10,6 +10,7 @@ TEST(PmlDrConfig, DefaultsValidate) {
     EXPECT_EQ(validate(default_params(), c), "");
     EXPECT_EQ(c.eager_limit, 128u * 1024u);
     EXPECT_EQ(c.ack_timeout, 1 * plugin::common::kSeconds);
+    EXPECT_EQ(channel_params(c).ack_delay, 200);
     EXPECT_FALSE(c.faults_enabled());
 }
 
@@ -32,6 +33,13 @@ TEST(PmlDrConfig, RejectsOutOfRange) {
         p.window = w;
         EXPECT_NE(validate(p, c), "") << "window " << w;
     }
+    p = default_params();
+    p.ack_delay_us = 20u * 1000u * 1000u;
+    EXPECT_NE(validate(p, c), "");
+    p = default_params();
+    p.ack_delay_us = 0;  // every arrival acknowledged at once
+    EXPECT_EQ(validate(p, c), "");
+    EXPECT_EQ(channel_params(c).ack_delay, 0);
     p = default_params();
     p.window = 1024;
     EXPECT_EQ(validate(p, c), "");

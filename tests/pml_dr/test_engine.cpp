@@ -280,7 +280,7 @@ TEST_F(EngineTest, CorruptAndMalformedFramesDropped) {
     expect_dropped(std::vector<std::uint8_t>(f.begin(), f.end() - 1), "decode_errors");
     expect_dropped({}, "decode_errors");
     auto version = f;
-    version[0] = 2;
+    version[0] = kWireVersion + 1;
     reseal(version);
     expect_dropped(version, "decode_errors");
     EXPECT_EQ(e->rx().frames, 6u);
@@ -423,7 +423,7 @@ TEST_F(EngineTest, AckFromKnownPeerIsNotADrop) {
     AckHdr h;
     h.common.src_jobid = kJob;
     h.common.src_vpid = 2;
-    h.cum_seq = 5;
+    h.common.ack_seq = 5;
     expect_accepted(frame_of(h));
     EXPECT_EQ(sink.calls(), 0u);
 }

@@ -27,33 +27,37 @@ constexpr std::uint32_t kCid = 1;
 TEST(WireStamp, SetsSeqAndFlagsAndReseals) {
     const auto payload = pattern(100, 1, 0);
     auto f = match_frame(kJob, 1, kCid, 1, 5, 3, payload);
-    ASSERT_TRUE(stamp(f, 0xDEADBEEF, kFlagAckNow | kFlagRetransmit).has_value());
+    ASSERT_TRUE(stamp(f, 0xDEADBEEF, 0xC0FFEE, kFlagAckNow | kFlagRetransmit).has_value());
     auto d = decode(f);
     ASSERT_TRUE(d.has_value()) << d.error().message;
     const Common& c = common_of(d->header);
     EXPECT_EQ(c.frame_seq, 0xDEADBEEFu);
+    EXPECT_EQ(c.ack_seq, 0xC0FFEEu);
+    EXPECT_EQ(ack_seq_of(f), 0xC0FFEEu);
     EXPECT_EQ(c.flags, kFlagPayloadCsum | kFlagAckNow | kFlagRetransmit);
     EXPECT_EQ(c.src_vpid, 1u);  // everything else untouched
     EXPECT_EQ(std::get<MatchHdr>(d->header).match.msg_seq, 3u);
     EXPECT_EQ(std::vector<std::uint8_t>(d->payload.begin(), d->payload.end()), payload);
-    // Restamping (a resend) replaces the seq; flags only accumulate.
-    ASSERT_TRUE(stamp(f, 9, 0).has_value());
+    // Restamping (a resend) replaces the seq and the ack_seq; flags only accumulate.
+    ASSERT_TRUE(stamp(f, 9, 3, 0).has_value());
     d = decode(f);
     ASSERT_TRUE(d.has_value());
     EXPECT_EQ(common_of(d->header).frame_seq, 9u);
+    EXPECT_EQ(common_of(d->header).ack_seq, 3u);
     EXPECT_EQ(common_of(d->header).flags, kFlagPayloadCsum | kFlagAckNow | kFlagRetransmit);
 }
 
 TEST(WireStamp, RejectsWhatIsNotAHeader) {
     std::vector<std::uint8_t> shortf(10, 0);
-    EXPECT_FALSE(stamp(shortf, 1, 0).has_value());
+    EXPECT_FALSE(stamp(shortf, 1, 0, 0).has_value());
+    EXPECT_EQ(ack_seq_of(shortf), 0u);
     auto f = match_frame(kJob, 1, kCid, 1, 5, 3, {});
     auto truncated = std::vector<std::uint8_t>(f.begin(), f.begin() + kCommonHeaderSize + 4);
-    EXPECT_FALSE(stamp(truncated, 1, 0).has_value());
+    EXPECT_FALSE(stamp(truncated, 1, 0, 0).has_value());
     f[1] = 0x7F;  // unknown type
-    EXPECT_FALSE(stamp(f, 1, 0).has_value());
+    EXPECT_FALSE(stamp(f, 1, 0, 0).has_value());
     auto g = match_frame(kJob, 1, kCid, 1, 5, 3, {});
-    EXPECT_FALSE(stamp(g, 1, 0x8000).has_value());  // unknown flag
+    EXPECT_FALSE(stamp(g, 1, 0, 0x8000).has_value());  // unknown flag
 }
 
 // ---------------------------------------------------------------- gate
@@ -99,6 +103,10 @@ struct Gate : FrameGate {
         acks.push_back(a);
         paths.push_back(path);
     }
+    std::vector<std::uint32_t> carried;  // ack_seqs of sequenced frames, in arrival order
+    void on_carried_ack(PeerId, std::uint64_t, std::uint32_t ack_seq) override {
+        carried.push_back(ack_seq);
+    }
     std::vector<std::uint32_t> nacks;
     std::vector<std::uint32_t> damaged;
     void on_nack(PeerId, std::uint64_t, std::uint32_t seq) override { nacks.push_back(seq); }
@@ -119,7 +127,7 @@ class GateTest : public ::testing::Test {
         e.set_gate(&gate);
     }
     static std::vector<std::uint8_t> with_seq(std::vector<std::uint8_t> f, std::uint32_t seq) {
-        EXPECT_TRUE(stamp(f, seq, 0).has_value());
+        EXPECT_TRUE(stamp(f, seq, seq + 100, 0).has_value());
         return f;
     }
 };
@@ -135,18 +143,22 @@ TEST_F(GateTest, AdmittedFramesAreProcessedRefusedOnesCounted) {
     EXPECT_EQ(e.rx().not_admitted, 1u);
     EXPECT_EQ(gate.seen, (std::vector<std::uint32_t>{1, 2}));
     EXPECT_EQ(gate.paths, (std::vector<std::uint64_t>{42, 42}));
+    // Every sequenced frame's ack_seq reaches the gate before it is admitted,
+    // also that of a refused one (its acknowledgement is true all the same).
+    EXPECT_EQ(gate.carried, (std::vector<std::uint32_t>{101, 102}));
 }
 
 TEST_F(GateTest, AcksGoToTheGateOnly) {
     AckHdr a;
     a.common.src_jobid = kJob;
     a.common.src_vpid = 1;
-    a.cum_seq = 17;
+    a.common.ack_seq = 17;
     a.sack_base = 64;
     a.sack_mask = 0x5;
     e.on_frame(frame_of(a), sink, 3);
     ASSERT_EQ(gate.acks.size(), 1u);
-    EXPECT_EQ(gate.acks[0].cum_seq, 17u);
+    EXPECT_EQ(gate.acks[0].common.ack_seq, 17u);
+    EXPECT_TRUE(gate.carried.empty()) << "an ACK's ack_seq is its cumulative part";
     EXPECT_EQ(gate.acks[0].sack_base, 64u);
     EXPECT_EQ(gate.acks[0].sack_mask, 0x5u);
     EXPECT_TRUE(gate.seen.empty());
@@ -166,6 +178,7 @@ TEST_F(GateTest, BadFramesNeverReachTheGate) {
     h.back() ^= 1;  // damaged, but from a stranger: not reported
     e.on_frame(h, sink);
     EXPECT_TRUE(gate.seen.empty());
+    EXPECT_TRUE(gate.carried.empty()) << "nothing of a damaged frame is believed but its seq";
     EXPECT_EQ(gate.damaged, (std::vector<std::uint32_t>{7}));
     EXPECT_EQ(e.rx().checksum_errors + e.rx().decode_errors, 3u);
     EXPECT_EQ(e.rx().unknown_peer, 1u);
@@ -176,8 +189,10 @@ TEST_F(GateTest, NacksGoToTheGate) {
     n.common.src_jobid = kJob;
     n.common.src_vpid = 1;
     n.seq = 42;
+    n.common.ack_seq = 9;
     e.on_frame(frame_of(n), sink, 3);
     EXPECT_EQ(gate.nacks, (std::vector<std::uint32_t>{42}));
+    EXPECT_EQ(gate.carried, (std::vector<std::uint32_t>{9}));
     EXPECT_TRUE(gate.seen.empty());
 }
 

@@ -29,6 +29,7 @@ Common common(std::uint16_t flags) {
     c.src_jobid = 0x8001'0203u;
     c.src_vpid = 0x0000'1234u;
     c.frame_seq = 0xFEDC'BA98u;
+    c.ack_seq = 0x7654'3210u;
     return c;
 }
 
@@ -38,6 +39,7 @@ void expect_common(const Common& got, const Common& want, FrameType type) {
     EXPECT_EQ(got.src_jobid, want.src_jobid);
     EXPECT_EQ(got.src_vpid, want.src_vpid);
     EXPECT_EQ(got.frame_seq, want.frame_seq);
+    EXPECT_EQ(got.ack_seq, want.ack_seq);
 }
 
 void expect_match(const MatchFields& got, const MatchFields& want) {
@@ -70,7 +72,7 @@ struct Samples {
                0x1'0000'0000ull, 0x2'0000'0001ull};
     FragHdr frag{common(kFlagPayloadCsum), 0x0123'4567'89AB'CDEFull, 0xFFFF'FFFF'0000'0001ull,
                  static_cast<std::uint32_t>(payload.size()), crc32c(payload)};
-    AckHdr ack{common(0), 0xFFFF'FFF0u, 0xFFFF'FFF1u, 0x8000'0000'0000'0001ull};
+    AckHdr ack{common(0), 0xFFFF'FFC0u, 0x8000'0000'0000'0001ull};
     CreditHdr credit{common(kFlagRetransmit), 0x0123'4567'0000'0042ull};
     NackHdr nack{common(0), 0xFFFF'FFFEu};
     PutHdr put{common(kFlagRetransmit), 0x1111'2222'3333'4444ull, 0x5555'6666'7777'8888ull,
@@ -97,15 +99,15 @@ ErrorCode error_of(std::span<const std::uint8_t> f) {
 // ---------------------------------------------------------------- round trip
 
 TEST(PmlDrWire, HeaderSizes) {
-    EXPECT_EQ(header_size(FrameType::Match), 44u);
-    EXPECT_EQ(header_size(FrameType::Rndv), 68u);
-    EXPECT_EQ(header_size(FrameType::Cts), 52u);
-    EXPECT_EQ(header_size(FrameType::Frag), 44u);
+    EXPECT_EQ(header_size(FrameType::Match), 48u);
+    EXPECT_EQ(header_size(FrameType::Rndv), 72u);
+    EXPECT_EQ(header_size(FrameType::Cts), 56u);
+    EXPECT_EQ(header_size(FrameType::Frag), 48u);
     EXPECT_EQ(header_size(FrameType::Ack), 36u);
-    EXPECT_EQ(header_size(FrameType::Credit), 28u);
-    EXPECT_EQ(header_size(FrameType::Nack), 28u);
+    EXPECT_EQ(header_size(FrameType::Credit), 32u);
+    EXPECT_EQ(header_size(FrameType::Nack), 32u);
     EXPECT_EQ(header_size(static_cast<FrameType>(0)), 0u);
-    EXPECT_EQ(header_size(FrameType::Put), 60u);
+    EXPECT_EQ(header_size(FrameType::Put), 64u);
     EXPECT_EQ(header_size(static_cast<FrameType>(9)), 0u);
     EXPECT_EQ(to_string(FrameType::Rndv), "RNDV");
     EXPECT_EQ(to_string(static_cast<FrameType>(77)), "unknown");
@@ -253,7 +255,6 @@ TEST(PmlDrWire, RoundTripAck) {
     const auto* h = std::get_if<AckHdr>(&d->header);
     ASSERT_NE(h, nullptr);
     expect_common(h->common, s.ack.common, FrameType::Ack);
-    EXPECT_EQ(h->cum_seq, s.ack.cum_seq);
     EXPECT_EQ(h->sack_base, s.ack.sack_base);
     EXPECT_EQ(h->sack_mask, s.ack.sack_mask);
 }
@@ -368,6 +369,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
     h.common.src_jobid = 0x01020304u;
     h.common.src_vpid = 0x0A0B0C0Du;
     h.common.frame_seq = 0xDEADBEEFu;
+    h.common.ack_seq = 0x0BADF00Du;
     h.match.cid = 0x00C0FFEEu;
     h.match.src_rank = 3;
     h.match.tag = -2;
@@ -378,11 +380,12 @@ TEST(PmlDrWire, GoldenMatchHeader) {
 
     // Laid out by hand from the diagram in wire.hpp, hdr_crc as zero.
     std::vector<std::uint8_t> want = {
-        0x01, 0x01, 0x00, 0x05,  // version 1, type MATCH, flags csum|retransmit
+        0x02, 0x01, 0x00, 0x05,  // version 2, type MATCH, flags csum|retransmit
         0x00, 0x00, 0x00, 0x00,  // hdr_crc (filled below)
         0x01, 0x02, 0x03, 0x04,  // src_jobid
         0x0A, 0x0B, 0x0C, 0x0D,  // src_vpid
         0xDE, 0xAD, 0xBE, 0xEF,  // frame_seq
+        0x0B, 0xAD, 0xF0, 0x0D,  // ack_seq
         0x00, 0xC0, 0xFF, 0xEE,  // cid
         0x00, 0x00, 0x00, 0x03,  // src_rank
         0xFF, 0xFF, 0xFF, 0xFE,  // tag -2
@@ -392,7 +395,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
     };
     ASSERT_EQ(want.size(), kMatchHeaderSize);
     const std::uint32_t hdr_crc = ref_crc32c(want);
-    EXPECT_EQ(hdr_crc, 0x9BAE4DC6u);  // computed independently of the library
+    EXPECT_EQ(hdr_crc, 0x70E78118u);  // computed independently of the library
     put_be32(std::span(want).subspan(4, 4), hdr_crc);
 
     std::array<std::uint8_t, kMatchHeaderSize> got{};
@@ -440,6 +443,46 @@ TEST(PmlDrWire, DecodeHeaderTruncation) {
             EXPECT_EQ(d.error().code, ErrorCode::Truncated);
         }
     }
+}
+
+// ---------------------------------------------------------------- decode_match
+
+// The receive fast path: exactly the MATCH frames decode_header accepts.
+TEST(PmlDrWire, DecodeMatchTakesExactlyTheMatchesDecodeAccepts) {
+    Samples s;
+    const auto agree = [](const std::vector<std::uint8_t>& f, const char* what) {
+        MatchHdr fast;
+        const bool ok = decode_match(f, fast);
+        auto d = decode_header(f, 0);
+        const bool match = d && std::holds_alternative<MatchHdr>(d->header);
+        EXPECT_EQ(ok, match) << what;
+        if (ok && match) {
+            const MatchHdr& slow = std::get<MatchHdr>(d->header);
+            expect_common(fast.common, slow.common, FrameType::Match);
+            expect_match(fast.match, slow.match);
+        }
+    };
+    for (const auto& f : s.all_frames())
+        agree(f, "sample");
+    auto plain = s.match;
+    plain.common.flags = kFlagAckNow;
+    plain.match.payload_crc = 0;
+    agree(frame_of(plain, s.payload), "no csum, ack_now");
+    agree(frame_of(plain, {}), "empty");
+    const auto f = frame_of(s.match, s.payload);
+    for (std::size_t len = 0; len < f.size(); ++len)
+        agree(std::vector<std::uint8_t>(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(len)),
+              "truncated");
+    for (std::size_t bit = 0; bit < kMatchHeaderSize * 8; ++bit) {
+        auto g = f;
+        g[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+        agree(g, "flipped");
+        reseal(g);
+        agree(g, "flipped and resealed");  // the field checks, not the CRC, decide
+    }
+    auto bad_crc_field = plain;
+    bad_crc_field.match.payload_crc = 1;  // set without the csum flag
+    agree(frame_of(bad_crc_field, s.payload), "payload_crc without csum");
 }
 
 // ---------------------------------------------------------------- bit flips
@@ -536,7 +579,7 @@ TEST(PmlDrWire, ResealHelperIsFaithful) {
 TEST(PmlDrWire, UnknownVersionRejected) {
     Samples s;
     for (auto f : s.all_frames()) {
-        for (const std::uint8_t v : std::array<std::uint8_t, 4>{0, 2, 0x81, 0xFF}) {
+        for (const std::uint8_t v : std::array<std::uint8_t, 4>{0, 1, 0x81, 0xFF}) {
             auto g = f;
             g[0] = v;
             reseal(g);
@@ -701,10 +744,10 @@ TEST(PmlDrWire, StampAddsOnlyRetransmitAndAckNow) {
     const auto before = f;
     for (const std::uint16_t bad : {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget},
                                     std::uint16_t{kFlagPayloadCsum}, std::uint16_t{0x4000}}) {
-        EXPECT_EQ(stamp(f, 9, bad).error().code, ErrorCode::BadField) << bad;
+        EXPECT_EQ(stamp(f, 9, 1, bad).error().code, ErrorCode::BadField) << bad;
         EXPECT_EQ(f, before) << "a refused stamp wrote " << bad;
     }
-    ASSERT_TRUE(stamp(f, 9, kFlagRetransmit | kFlagAckNow).has_value());
+    ASSERT_TRUE(stamp(f, 9, 1, kFlagRetransmit | kFlagAckNow).has_value());
     EXPECT_TRUE(decode(f).has_value());
 }
 

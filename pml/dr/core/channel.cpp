@@ -83,6 +83,7 @@ bool transition_allowed(PeerState from, PeerState to) noexcept {
 ChannelParams channel_params(const Config& config) noexcept {
     ChannelParams p;
     p.ack_timeout = config.ack_timeout;
+    p.ack_delay = config.ack_delay;
     p.ack_retries = config.ack_retries;
     p.watchdog_timeout = config.watchdog_timeout;
     p.watchdog_retries = config.watchdog_retries;
@@ -204,6 +205,7 @@ void ReliableChannel::Ops::due_by(Ch& ch, Peer& p, Micros d) {
 }
 
 void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
+    settle(ch, p);  // frames the peer's traffic acknowledged are not late
     if (p.ack_due <= now)
         flush_acks(ch, p, now);
     for (std::size_t i = 0; i < p.paths.size() && p.state == PeerState::Alive; ++i) {
@@ -314,7 +316,7 @@ void ReliableChannel::add_peer(PeerId peer) {
     auto p = std::make_unique<Peer>();
     p->id = peer;
     p->next_seq = p->una = params_.first_seq;
-    p->cum_acked = p->rx_cum = static_cast<std::uint32_t>(params_.first_seq - 1u);
+    p->cum_acked = p->carried = p->rx_cum = static_cast<std::uint32_t>(params_.first_seq - 1u);
     p->paths.reserve(params_.max_paths);
     peers_[peer] = std::move(p);
 }
@@ -324,6 +326,7 @@ void ReliableChannel::remove_peer(PeerId peer) {
     if (p == nullptr)
         return;
     if (!p->window.empty()) {
+        Ops::settle(*this, *p);
         for (std::uint32_t s = p->una; s != p->next_seq; s = seq_after(s)) {
             const TxFrame& f = Ops::tx(*this, *p, s);
             if (f.state == FrameState::InFlight) {

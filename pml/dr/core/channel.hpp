@@ -64,6 +64,9 @@
 //     duplicate (re-acked at once: the earlier ACK may be lost, never
 //     re-delivered); a seq more than `window` ahead is dropped unacked (an
 //     honest sender never gets there; a later resend lands in the window).
+//   - every frame to the peer carries the cumulative seq (ack_seq); when a
+//     data frame leaves with the current one and nothing arrived out of order,
+//     no ACK frame is owed (request/reply traffic sends no ACK frames).
 //   - ACKs coalesce: after `ack_every` delivered frames or `ack_delay` after
 //     the first unacked one, at once for a frame the sender marked ack_now; one ACK per vfrag that
 //     saw arrivals above cum (a bare cumulative ACK when there is none); sent on the path the
@@ -209,7 +212,8 @@ struct PeerCounters {
     std::uint64_t frames_abandoned = 0;  // unacked when the peer died or was removed
     std::uint64_t window_full = 0;       // submit() answered WindowFull
     std::uint64_t acks_received = 0;
-    std::uint64_t dup_acks = 0;    // valid but acknowledging nothing new
+    std::uint64_t carried_acks = 0;  // ack_seqs of the peer's data frames that acked something
+    std::uint64_t dup_acks = 0;      // valid but acknowledging nothing new
     std::uint64_t stale_acks = 0;  // cum_seq below one already seen (reordered)
     std::uint64_t bad_acks = 0;    // acknowledging seqs never sent, misaligned sack_base
     std::uint64_t nacks_received = 0;
@@ -227,7 +231,8 @@ struct PeerCounters {
     std::uint64_t too_far_dropped = 0;
     std::uint64_t bad_seq = 0;  // data with frame_seq 0
     std::uint64_t acks_sent = 0;
-    std::uint64_t acks_unsent = 0;  // no usable path to send an ACK on
+    std::uint64_t acks_carried = 0;  // ACKs made unnecessary by a data frame's ack_seq
+    std::uint64_t acks_unsent = 0;   // no usable path to send an ACK on
     std::uint64_t nacks_sent = 0;   // damaged arrivals reported at once
 };
 
@@ -282,6 +287,19 @@ class ReliableChannel {
     SubmitResult submit(PeerId peer, FrameToken token, Micros now, std::size_t bytes = 0,
                         PathId hint = kAnyPath);
     [[nodiscard]] bool can_submit(PeerId peer) const noexcept;
+    // submit() for a caller that puts the frame on `path` itself, at once,
+    // the way a BTL's sendi does: recorded as transmitted and done, nothing
+    // handed to ChannelOutput::transmit() and no completion owed (the hot
+    // path makes no round trip through the channel's outputs). If the
+    // transmission turns out not to be done at once (the caller posts a
+    // descriptor, or fails), the caller first calls expect_completion(),
+    // then reports on_local_complete() as for any transmission. NoPath when
+    // `path` is not usable (the caller may submit() to let the channel choose).
+    SubmitResult submit_on(PeerId peer, PathId path, FrameToken token, Micros now,
+                           std::size_t bytes = 0);
+    // The transmission of `ref` on `path` just recorded by submit_on() will
+    // report its completion (on_local_complete), under the watchdog.
+    void expect_completion(PeerId peer, PathId path, FrameRef ref, Micros now);
     // The seq the next successful submit() to `peer` will assign (0: unknown
     // peer), so a frame can be encoded with it and need no restamping.
     [[nodiscard]] std::uint32_t next_seq(PeerId peer) const noexcept;
@@ -289,6 +307,12 @@ class ReliableChannel {
     // failed, which fails the path).
     void on_local_complete(PeerId peer, PathId path, FrameRef ref, bool ok, Micros now);
     void on_ack(PeerId peer, PathId path, const AckInfo& ack, Micros now);
+    // The cumulative ack_seq every frame from the peer carries (wire.hpp).
+    // Not newer than what is known: nothing happens (the usual case). What it
+    // acknowledges is applied in batches of ack_every frames, and before
+    // anything that depends on it: timers, a full window, path failure,
+    // flush_acks(), remove_peer().
+    void on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq, Micros now);
     // The peer got our frame `seq` damaged: resend it now (if still unacked).
     void on_nack(PeerId peer, PathId path, std::uint32_t seq, Micros now);
 
@@ -297,6 +321,11 @@ class ReliableChannel {
     // request): acknowledge it at once instead of coalescing.
     Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0,
                     bool ack_now = false);
+    // The ack_seq a frame to `peer` carries now: every seq up to it arrived.
+    [[nodiscard]] std::uint32_t ack_seq(PeerId peer) const noexcept;
+    // A frame carrying ack_seq() went to `peer`: when that is all an ACK
+    // frame would say (nothing arrived out of order), none is owed any more.
+    void ack_carried(PeerId peer, std::uint32_t ack_seq) noexcept;
     // Whether on_data(peer, ., seq) would deliver, without recording anything.
     [[nodiscard]] bool is_fresh(PeerId peer, std::uint32_t seq) const noexcept;
     // A data frame with `seq` arrived with a damaged payload (intact header):
@@ -304,7 +333,8 @@ class ReliableChannel {
     void on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now);
 
     // Sends every ACK still owed now instead of at its coalescing deadline
-    // (finalize: the peer may be waiting for them before it leaves).
+    // (finalize: the peer may be waiting for them before it leaves), and
+    // applies every carried ack_seq not applied yet.
     void flush_acks(Micros now);
 
     // --- timers as data. next_deadline() may be earlier than anything is

@@ -73,7 +73,11 @@ struct ReliableChannel::Peer {
     std::vector<TxFrame> window;  // `window` slots, allocated on the first submit
     std::uint32_t next_seq = 1;   // next to assign
     std::uint32_t una = 1;        // oldest seq holding a slot (== next_seq: none)
-    std::uint32_t cum_acked = 0;  // highest cumulative ack seen
+    std::uint32_t cum_acked = 0;  // highest cumulative ack applied
+    // Highest ack_seq the peer's frames carried (>= cum_acked): applied in
+    // batches, as an ACK frame would be (settle()).
+    std::uint32_t carried = 0;
+    Micros carried_at = 0;  // when `carried` arrived: the time its progress counts from
     std::uint64_t tx_counter = 0;
     std::uint32_t unacked = 0;     // InFlight frames
     std::uint32_t unreleased = 0;  // InFlight + Acked frames
@@ -106,12 +110,14 @@ struct ReliableChannel::Ops {
     using Ch = ReliableChannel;
     using Kind = Output::Kind;
 
-    // Per-ACK scratch: what the ACK newly acknowledged.
+    // Per-ACK scratch: what the ACK newly acknowledged. max_tx[i] is set
+    // only for the slots in `progressed` (left uninitialised otherwise: this
+    // runs for every acknowledgement).
     struct AckScan {
         bool any = false;
         std::uint32_t highest = 0;
         std::uint32_t progressed = 0;  // path slots with newly acked frames
-        std::array<std::uint64_t, kMaxPathsPerPeer> max_tx{};
+        std::array<std::uint64_t, kMaxPathsPerPeer> max_tx;
     };
 
     enum class AckCheck { Ok, Stale, Bad };
@@ -168,6 +174,9 @@ struct ReliableChannel::Ops {
     // --- sender (channel_send.cpp)
 
     static void leave_path(Peer& p, std::uint8_t slot) noexcept;
+    static bool window_room(Ch& ch, Peer& p);
+    static std::uint32_t add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token,
+                                   Micros now, std::size_t bytes, bool owed);
     static void move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now);
     static bool transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                          bool retransmit);
@@ -175,7 +184,9 @@ struct ReliableChannel::Ops {
     // queue_transmit() (the output); submit's direct path hands the frame
     // over itself instead of queueing it.
     static void record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
-                                bool retransmit);
+                                bool retransmit, bool owed = true);
+    // One more completion owed on `slot` for f, under the watchdog.
+    static void owe_completion(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now);
     static void queue_transmit(Ch& ch, const Peer& p, const TxFrame& f, std::uint8_t slot,
                                Micros now, bool retransmit);
     static void release_if_done(Ch& ch, Peer& p, TxFrame& f);
@@ -189,6 +200,11 @@ struct ReliableChannel::Ops {
     static void advance_una(Ch& ch, Peer& p) noexcept;
     static void ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan);
     static AckCheck check_ack(const Peer& p, const AckInfo& a) noexcept;
+    // A checked ACK (or carried ack_seq): releases, timer restarts, NACK resends.
+    static void apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros now);
+    // Applies what carried ack_seqs acknowledged and is not applied yet, as
+    // of when it arrived.
+    static void settle(Ch& ch, Peer& p);
     static void fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now, const char* reason);
     static void kill(Ch& ch, Peer& p, const char* reason);
     static void ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);

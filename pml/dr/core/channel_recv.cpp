@@ -111,12 +111,29 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
 
 void ReliableChannel::flush_acks(Micros now) {
     for (auto& p : peers_) {
-        if (!p || p->state == PeerState::Dead || p->ack_due == kNever)
+        if (!p || p->state == PeerState::Dead)
             continue;
-        Ops::flush_acks(*this, *p, now);
+        Ops::settle(*this, *p);
+        if (p->ack_due != kNever)
+            Ops::flush_acks(*this, *p, now);
         reschedule(p->id);
     }
     flush_outputs();
+}
+
+std::uint32_t ReliableChannel::ack_seq(PeerId peer) const noexcept {
+    const Peer* p = find(peer);
+    return p != nullptr ? p->rx_cum : 0;
+}
+
+void ReliableChannel::ack_carried(PeerId peer, std::uint32_t ack_seq) noexcept {
+    Peer* p = find(peer);
+    // Arrivals out of order owe a selective ACK, which a data frame cannot carry.
+    if (p == nullptr || p->rx_unacked == 0 || ack_seq != p->rx_cum || !p->dirty.empty())
+        return;
+    p->rx_unacked = 0;
+    p->ack_due = kNever;  // its timer entry fires, finds nothing due and re-indexes
+    ++p->counters.acks_carried;
 }
 
 bool ReliableChannel::is_fresh(PeerId peer, std::uint32_t seq) const noexcept {

@@ -63,16 +63,23 @@ void ReliableChannel::Ops::queue_transmit(Ch& ch, const Peer& p, const TxFrame& 
     ch.queue_.push_back(o);
 }
 
+void ReliableChannel::Ops::owe_completion(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot,
+                                          Micros now) {
+    PathSlot& pa = p.paths[slot];
+    f.pending |= slot_bit(slot);
+    if (pa.local_pending++ == 0)
+        pa.wd_deadline = add_saturating(now, backoff(ch.params_.watchdog_timeout, pa.wd_retries));
+}
+
 void ReliableChannel::Ops::record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot,
-                                           Micros now, bool retransmit) {
+                                           Micros now, bool retransmit, bool owed) {
     if (f.state == FrameState::InFlight)
         move_frame(ch, p, f, slot, now);
     PathSlot& pa = p.paths[slot];
     f.last_tx = now;
     f.tx_order = ++p.tx_counter;
-    f.pending |= slot_bit(slot);
-    if (pa.local_pending++ == 0)
-        pa.wd_deadline = add_saturating(now, backoff(ch.params_.watchdog_timeout, pa.wd_retries));
+    if (owed)
+        owe_completion(ch, p, f, slot, now);
     ++pa.counters.frames_sent;
     pa.counters.bytes_sent += f.bytes;
     ++p.counters.frames_sent;
@@ -104,6 +111,8 @@ void ReliableChannel::Ops::advance_una(Ch& ch, Peer& p) noexcept {
     const auto floor = static_cast<std::uint32_t>(p.una - 1u);
     if (seq_lt(p.cum_acked, floor))
         p.cum_acked = floor;
+    if (seq_lt(p.carried, p.cum_acked))
+        p.carried = p.cum_acked;
 }
 
 void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan) {
@@ -114,8 +123,13 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
     ++p.counters.frames_acked;
     if (f.path != kNoSlot) {
         leave_path(p, f.path);
-        scan.progressed |= slot_bit(f.path);
-        scan.max_tx[f.path] = std::max(scan.max_tx[f.path], f.tx_order);
+        const std::uint32_t bit = slot_bit(f.path);
+        if ((scan.progressed & bit) == 0) {
+            scan.progressed |= bit;
+            scan.max_tx[f.path] = f.tx_order;
+        } else {
+            scan.max_tx[f.path] = std::max(scan.max_tx[f.path], f.tx_order);
+        }
     }
     if (!scan.any || seq_gt(seq, scan.highest))
         scan.highest = seq;
@@ -154,6 +168,7 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
     PathSlot& pa = p.paths[slot];
     if (pa.state == PathState::Failed || p.state == PeerState::Dead)
         return;
+    settle(ch, p);  // what the peer already has is not re-driven
     set_state(ch, p, pa, PathState::Failed, reason);
     ++pa.counters.failures;
     ++p.counters.paths_lost;
@@ -297,6 +312,45 @@ void ReliableChannel::Ops::watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, 
 
 // ---------------------------------------------------------------- public API
 
+// A new frame in the window, transmitted on `slot` (submit, submit_on).
+std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot,
+                                              FrameToken token, Micros now, std::size_t bytes,
+                                              bool owed) {
+    const std::uint32_t seq = p.next_seq;
+    p.next_seq = seq_after(seq);
+    TxFrame& f = tx(ch, p, seq);
+    f = TxFrame{};
+    f.seq = seq;
+    f.token = token;
+    f.bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
+    set_state(ch, p, f, FrameState::InFlight, "submitted");
+    if (p.unacked++ == 0)
+        p.last_progress = now;
+    ++p.unreleased;
+    ++p.counters.frames_submitted;
+    record_transmit(ch, p, f, slot, now, false, owed);
+    // What this may have armed: the path's ACK timer and watchdog, and the
+    // peer-death clock.
+    const PathSlot& pa = p.paths[slot];
+    due_by(ch, p,
+           std::min({pa.ack_deadline, owed ? pa.wd_deadline : kNever,
+                     add_saturating(p.last_progress, ch.params_.peer_dead_timeout)}));
+    return seq;
+}
+
+// Whether a new frame fits the peer's window (allocated on first use).
+bool ReliableChannel::Ops::window_room(Ch& ch, Peer& p) {
+    if (p.window.empty())
+        p.window.assign(ch.params_.window, TxFrame{});
+    if (static_cast<std::uint32_t>(p.next_seq - p.una) < ch.params_.window)
+        return true;
+    settle(ch, p);
+    if (static_cast<std::uint32_t>(p.next_seq - p.una) < ch.params_.window)
+        return true;
+    ++p.counters.window_full;
+    return false;
+}
+
 SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, std::size_t bytes,
                                      PathId hint) {
     Peer* p = find(peer);
@@ -307,47 +361,52 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     const std::uint8_t slot = Ops::choose_path(*p, hint, p->rr);
     if (slot == kNoSlot)
         return {SubmitStatus::NoPath, 0};
-    if (p->window.empty())
-        p->window.assign(params_.window, TxFrame{});
-    if (static_cast<std::uint32_t>(p->next_seq - p->una) >= params_.window) {
-        ++p->counters.window_full;
+    if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
-    }
     if (hint == kAnyPath || p->paths[slot].id != hint)
         p->rr = std::size_t{slot} + 1;
-    const std::uint32_t seq = p->next_seq;
-    p->next_seq = seq_after(seq);
-    TxFrame& f = Ops::tx(*this, *p, seq);
-    f = TxFrame{};
-    f.seq = seq;
-    f.token = token;
-    f.bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
-    Ops::set_state(*this, *p, f, FrameState::InFlight, "submitted");
-    if (p->unacked++ == 0)
-        p->last_progress = now;
-    ++p->unreleased;
-    ++p->counters.frames_submitted;
-    Ops::record_transmit(*this, *p, f, slot, now, false);
-    // What this submit may have armed: the path's ACK timer and watchdog,
-    // and the peer-death clock.
-    const PathSlot& pa = p->paths[slot];
-    const PathId path = pa.id;
-    Ops::due_by(*this, *p,
-                std::min({pa.ack_deadline, pa.wd_deadline,
-                          add_saturating(p->last_progress, params_.peer_dead_timeout)}));
+    const std::uint32_t seq = Ops::add_frame(*this, *p, slot, token, now, bytes, true);
     if (draining_) {  // a nested call: the outer drain hands it over
-        Ops::queue_transmit(*this, *p, f, slot, now, false);
+        Ops::queue_transmit(*this, *p, Ops::tx(*this, *p, seq), slot, now, false);
         return {SubmitStatus::Ok, seq};
     }
     const FrameRef ref{seq, token};
     // The state is consistent and nothing else is queued: hand the frame
     // over directly, then whatever the callback queued.
     draining_ = true;
-    if (out_.transmit(peer, path, ref, false))
+    if (out_.transmit(peer, p->paths[slot].id, ref, false))
         Ops::sent_inline(*this, peer, slot, ref, now);
     draining_ = false;
     flush_outputs();
     return {SubmitStatus::Ok, seq};
+}
+
+SubmitResult ReliableChannel::submit_on(PeerId peer, PathId path, FrameToken token, Micros now,
+                                        std::size_t bytes) {
+    Peer* p = find(peer);
+    if (p == nullptr)
+        return {SubmitStatus::UnknownPeer, 0};
+    if (p->state == PeerState::Dead)
+        return {SubmitStatus::PeerDead, 0};
+    const std::uint8_t slot = Ops::find_slot(*p, path);
+    if (slot == kNoSlot || p->paths[slot].state == PathState::Failed)
+        return {SubmitStatus::NoPath, 0};
+    if (!Ops::window_room(*this, *p))
+        return {SubmitStatus::WindowFull, 0};
+    return {SubmitStatus::Ok, Ops::add_frame(*this, *p, slot, token, now, bytes, false)};
+}
+
+void ReliableChannel::expect_completion(PeerId peer, PathId path, FrameRef ref, Micros now) {
+    Peer* p = find(peer);
+    if (p == nullptr || p->window.empty())
+        return;
+    const std::uint8_t slot = Ops::find_slot(*p, path);
+    TxFrame& f = Ops::tx(*this, *p, ref.seq);
+    if (slot == kNoSlot || f.state == FrameState::Free || f.seq != ref.seq ||
+        f.token != ref.token || (f.pending & slot_bit(slot)) != 0)
+        return;  // not the transmission submit_on() recorded
+    Ops::owe_completion(*this, *p, f, slot, now);
+    Ops::due_by(*this, *p, p->paths[slot].wd_deadline);
 }
 
 void ReliableChannel::on_nack(PeerId peer, PathId path, std::uint32_t seq, Micros now) {
@@ -485,54 +544,92 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
         ++p->counters.dup_acks;
         return;
     }
-    Ops::AckScan scan;
-    for (std::uint32_t s = seq_after(p->cum_acked); seq_le(s, ack.cum_seq); s = seq_after(s))
-        Ops::ack_frame(*this, *p, s, scan);
-    p->cum_acked = ack.cum_seq;
+    AckInfo a = ack;
+    if (seq_gt(p->carried, a.cum_seq))
+        a.cum_seq = p->carried;  // what carried ack_seqs said, applied with it
+    Ops::apply_ack(*this, *p, a, now);
+}
+
+void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq,
+                                     Micros now) {
+    (void)path;
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead || !seq_gt(ack_seq, p->carried))
+        return;
+    if (!seq_lt(ack_seq, p->next_seq) || p->window.empty()) {
+        ++p->counters.bad_acks;  // acknowledges what was never sent
+        logf(log_, LogLevel::Debug, "pml dr channel: peer %u: bad ack_seq %u (next %u)", peer,
+             ack_seq, p->next_seq);
+        return;
+    }
+    p->carried = ack_seq;
+    p->carried_at = now;
+    // Applied in batches, as ACK frames are: releasing costs about the same
+    // for one frame as for many. Timers, a full window, path failure and
+    // flush_acks() settle the rest first.
+    if (static_cast<std::uint32_t>(ack_seq - p->cum_acked) >= params_.ack_every)
+        Ops::settle(*this, *p);
+}
+
+void ReliableChannel::Ops::settle(Ch& ch, Peer& p) {
+    if (p.state != PeerState::Alive || !seq_gt(p.carried, p.cum_acked))
+        return;
+    ++p.counters.carried_acks;
+    apply_ack(ch, p, AckInfo{p.carried, 0, 0}, p.carried_at);
+}
+
+void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros now) {
+    AckScan scan;
+    for (std::uint32_t s = seq_after(p.cum_acked); seq_le(s, ack.cum_seq); s = seq_after(s))
+        ack_frame(ch, p, s, scan);
+    p.cum_acked = ack.cum_seq;
+    if (seq_lt(p.carried, p.cum_acked))
+        p.carried = p.cum_acked;
     // Only the set bits (in-order traffic sends none).
     for (std::uint64_t bits = ack.sack_mask; bits != 0; bits &= bits - 1) {
         const auto s = static_cast<std::uint32_t>(ack.sack_base + std::countr_zero(bits));
         if (seq_gt(s, ack.cum_seq))
-            Ops::ack_frame(*this, *p, s, scan);
+            ack_frame(ch, p, s, scan);
     }
     if (!scan.any) {
-        ++p->counters.dup_acks;
+        ++p.counters.dup_acks;
         return;
     }
-    p->last_progress = now;
-    for (std::size_t i = 0; i < p->paths.size(); ++i) {
+    p.last_progress = now;
+    for (std::size_t i = 0; i < p.paths.size(); ++i) {
         if ((scan.progressed & slot_bit(static_cast<std::uint8_t>(i))) == 0)
             continue;
-        PathSlot& pa = p->paths[i];
+        PathSlot& pa = p.paths[i];
         if (pa.state == PathState::Failed)
             continue;
         pa.ack_retries = 0;
-        pa.ack_deadline = pa.outstanding > 0 ? add_saturating(now, params_.ack_timeout) : kNever;
-        Ops::refresh(*this, *p, pa, "ack progress");
+        pa.ack_deadline =
+            pa.outstanding > 0 ? add_saturating(now, ch.params_.ack_timeout) : kNever;
+        refresh(ch, p, pa, "ack progress");
     }
     // NACK: holes below the highest seq this ACK acknowledged, resent when a
     // frame transmitted later on the same path got through.
     bool resent = false;
     for (std::uint32_t s = seq_after(ack.cum_seq); seq_lt(s, scan.highest); s = seq_after(s)) {
-        TxFrame& f = Ops::tx(*this, *p, s);
+        TxFrame& f = tx(ch, p, s);
         if (f.seq != s || f.state != FrameState::InFlight || f.path == kNoSlot ||
-            f.tx_order >= scan.max_tx[f.path])
+            (scan.progressed & slot_bit(f.path)) == 0 || f.tx_order >= scan.max_tx[f.path])
             continue;
-        if (Ops::transmit(*this, *p, f, f.path, now, true)) {
-            ++p->counters.nack_retransmits;
+        if (transmit(ch, p, f, f.path, now, true)) {
+            ++p.counters.nack_retransmits;
             resent = true;
         }
     }
-    Ops::advance_una(*this, *p);
+    advance_una(ch, p);
     if (resent) {
-        reschedule(peer);
+        ch.reschedule(p.id);
     } else {
         // Progress only restarted ACK timers (and the peer-death clock, later).
-        for (std::size_t i = 0; i < p->paths.size(); ++i)
+        for (std::size_t i = 0; i < p.paths.size(); ++i)
             if ((scan.progressed & slot_bit(static_cast<std::uint8_t>(i))) != 0)
-                Ops::due_by(*this, *p, p->paths[i].ack_deadline);
+                due_by(ch, p, p.paths[i].ack_deadline);
     }
-    flush_outputs();
+    ch.flush_outputs();
 }
 
 }  // namespace pml::dr::core

@@ -19,6 +19,7 @@ RawParams default_params() noexcept {
     p.watchdog_retries = 1;
     p.ack_timeout_ms = 1000;
     p.ack_retries = 5;
+    p.ack_delay_us = 200;
     p.peer_dead_timeout_ms = 60000;
     p.unexpected_limit = 256 * 1024 * 1024;
     p.window = 256;
@@ -49,6 +50,9 @@ std::string validate(const RawParams& raw, Config& out) {
     c.watchdog_retries = raw.watchdog_retries;
     c.ack_timeout = raw.ack_timeout_ms * kMillis;
     c.ack_retries = raw.ack_retries;
+    if (raw.ack_delay_us > 10u * 1000u * 1000u)
+        return "pml_dr_ack_delay must be at most 10 s (10000000 us)";
+    c.ack_delay = raw.ack_delay_us;
     c.peer_dead_timeout = raw.peer_dead_timeout_ms * kMillis;
     c.unexpected_limit = raw.unexpected_limit;
     if (raw.window < 64 || raw.window > 4096 || (raw.window & (raw.window - 1)) != 0)

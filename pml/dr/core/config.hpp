@@ -23,6 +23,7 @@ struct RawParams {
     unsigned watchdog_retries = 0;
     unsigned ack_timeout_ms = 0;
     unsigned ack_retries = 0;
+    unsigned ack_delay_us = 0;  // longest an arrival waits for its (coalesced) ACK
     unsigned peer_dead_timeout_ms = 0;
     std::size_t unexpected_limit = 0;  // bytes of unexpected eager data held per process
     unsigned window = 0;               // frames per peer not yet acknowledged
@@ -44,6 +45,7 @@ struct Config {
     unsigned watchdog_retries = 1;
     plugin::common::Micros ack_timeout = 1 * plugin::common::kSeconds;
     unsigned ack_retries = 5;
+    plugin::common::Micros ack_delay = 200;
     plugin::common::Micros peer_dead_timeout = 60 * plugin::common::kSeconds;
     std::size_t unexpected_limit = 256 * 1024 * 1024;
     unsigned window = 256;

@@ -17,6 +17,13 @@ Engine::Engine(Config config, plugin::common::LogSink& log)
 PeerId Engine::add_peer(PeerName name) {
     auto [it, inserted] = peer_ids_.try_emplace(name, static_cast<PeerId>(peers_.size()));
     if (inserted) {
+        if (peers_.empty())
+            home_jobid_ = name.jobid;
+        if (name.jobid == home_jobid_ && name.vpid < kMaxDirectVpids) {
+            if (by_vpid_.size() <= name.vpid)
+                by_vpid_.resize(std::size_t{name.vpid} + 1, kNoPeer);
+            by_vpid_[name.vpid] = it->second;
+        }
         peers_.push_back(name);
         flow_.emplace_back();
         // The receiver's unexpected store is shared by every peer that may
@@ -29,10 +36,10 @@ PeerId Engine::add_peer(PeerName name) {
 }
 
 bool Engine::find_peer(PeerName name, PeerId& out) const noexcept {
-    auto it = peer_ids_.find(name);
-    if (it == peer_ids_.end())
+    const PeerId* p = lookup(name);
+    if (p == nullptr)
         return false;
-    out = it->second;
+    out = *p;
     return true;
 }
 
@@ -198,7 +205,31 @@ void Engine::payload_damaged(const Common& c, const PeerId* peer, std::uint64_t 
 }
 
 void Engine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path) {
-    dispatch(frame, sink, path, true);
+    if (!on_match_frame(frame, sink, path))
+        dispatch(frame, sink, path, true);
+}
+
+bool Engine::on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sink,
+                            std::uint64_t path) {
+    MatchHdr h;
+    if (!decode_match(frame, h))
+        return false;
+    const PeerId* peer = lookup(PeerName{h.common.src_jobid, h.common.src_vpid});
+    const auto payload = frame.subspan(kMatchHeaderSize);
+    if (peer == nullptr || ((h.common.flags & kFlagPayloadCsum) != 0 &&
+                            plugin::common::crc32c(payload) != h.match.payload_crc))
+        return false;
+    ++rx_.frames;
+    rx_.bytes += frame.size();
+    if (gate_ != nullptr) {
+        gate_->on_carried_ack(*peer, path, h.common.ack_seq);
+        if (!gate_->admit(*peer, path, h.common, frame.size())) {
+            ++rx_.not_admitted;
+            return true;
+        }
+    }
+    on_match_or_rndv(*peer, h.match, nullptr, h.common.flags, payload, frame, sink, path);
+    return true;
 }
 
 void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
@@ -212,8 +243,7 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     }
     const Decoded* decoded = &decoded_frame;
     const Common& c = common_of(decoded->header);
-    auto pit = peer_ids_.find(PeerName{c.src_jobid, c.src_vpid});
-    const PeerId* known = pit != peer_ids_.end() ? &pit->second : nullptr;
+    const PeerId* known = lookup(PeerName{c.src_jobid, c.src_vpid});
     std::uint32_t want_crc = 0;
     const bool has_crc = payload_crc_of(*decoded, want_crc);
     // A FRAG for a receive we know is checked while it is copied to its place
@@ -251,9 +281,12 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
                 return;
             }
             // Placed before the gate spoke: a duplicate wrote the same bytes again.
-            if (gate_ != nullptr && gated && !gate_->admit(*known, path, c, frame.size())) {
-                ++rx_.not_admitted;
-                return;
+            if (gate_ != nullptr && gated) {
+                gate_->on_carried_ack(*known, path, c.ack_seq);
+                if (!gate_->admit(*known, path, c, frame.size())) {
+                    ++rx_.not_admitted;
+                    return;
+                }
             }
             sink.on_frag_placed(entry.handle, *known, frag->offset, decoded->payload.size());
             return;
@@ -263,16 +296,18 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
             return;
         }
     }
-    const PeerId peer = pit->second;
+    const PeerId peer = *known;
     if (gate_ != nullptr && gated) {
         if (const auto* ack = std::get_if<AckHdr>(&decoded->header)) {
             gate_->on_ack(peer, path, *ack);
             return;
         }
         if (const auto* nack = std::get_if<NackHdr>(&decoded->header)) {
+            gate_->on_carried_ack(peer, path, c.ack_seq);
             gate_->on_nack(peer, path, nack->seq);
             return;
         }
+        gate_->on_carried_ack(peer, path, c.ack_seq);
         if (!gate_->admit(peer, path, c, frame.size())) {
             ++rx_.not_admitted;
             return;

@@ -71,6 +71,8 @@ class FrameGate {
     // it is admitted, which must never happen for a copy of one delivered.
     [[nodiscard]] virtual bool fresh(PeerId peer, std::uint32_t seq) const = 0;
     virtual void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) = 0;
+    // The cumulative ack_seq a sequenced frame carries (before admit()).
+    virtual void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) = 0;
     // The peer reports our frame `seq` arrived damaged.
     virtual void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;
     // Frame `seq` from `peer` arrived with an intact header and a damaged
@@ -195,6 +197,18 @@ class Engine {
         std::vector<std::uint8_t> frame;
     };
 
+    // The common case in one pass: an intact MATCH from a known peer, checked
+    // by decode_match(). False (nothing touched): dispatch() decides.
+    bool on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sink,
+                        std::uint64_t path);
+    // The peer with this name (nullptr: unknown). Peers of the first job seen
+    // (the usual case: one job) are found by vpid without hashing.
+    [[nodiscard]] const PeerId* lookup(const PeerName& name) const noexcept {
+        if (name.jobid == home_jobid_ && name.vpid < by_vpid_.size())
+            return by_vpid_[name.vpid] != kNoPeer ? &by_vpid_[name.vpid] : nullptr;
+        auto it = peer_ids_.find(name);
+        return it != peer_ids_.end() ? &it->second : nullptr;
+    }
     void on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv,
                           std::uint16_t flags, std::span<const std::uint8_t> payload,
                           std::span<const std::uint8_t> frame, EngineSink& sink,
@@ -216,6 +230,10 @@ class Engine {
     std::uint64_t eager_window_;  // unexpected_limit / peers (at least one)
     std::vector<PeerFlow> flow_;
     std::unordered_map<PeerName, PeerId, NameHash> peer_ids_;
+    static constexpr PeerId kNoPeer = ~PeerId{0};
+    static constexpr std::uint32_t kMaxDirectVpids = 1u << 20;  // bounds by_vpid_
+    std::uint32_t home_jobid_ = 0;
+    std::vector<PeerId> by_vpid_;  // peers of home_jobid_ by vpid (kNoPeer: none)
     // Indexed by context id: Open MPI hands out small dense ids (indices of
     // its communicator table). Only add_comm grows it; ids from the wire are
     // bounds-checked, never used to grow it.

@@ -99,6 +99,7 @@ class FixedReader {
     w.put(c.src_jobid);
     w.put(c.src_vpid);
     w.put(c.frame_seq);
+    w.put(c.ack_seq);
 }
 
 [[gnu::always_inline]] inline void put_match(FixedWriter& w, const MatchFields& m) noexcept {
@@ -137,7 +138,7 @@ Result<std::size_t> encode_fixed(std::span<std::uint8_t> out, Fill&& fill) noexc
 }  // namespace
 
 Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
-                   std::uint16_t add_flags) noexcept {
+                   std::uint32_t ack_seq, std::uint16_t add_flags) noexcept {
     if (header.size() < kCommonHeaderSize)
         return fail(ErrorCode::Truncated, "shorter than common header");
     const std::size_t hsize = header_size(static_cast<FrameType>(header[1]));
@@ -150,9 +151,48 @@ Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
     const auto flags = static_cast<std::uint16_t>(((header[2] << 8) | header[3]) | add_flags);
     header[2] = static_cast<std::uint8_t>(flags >> 8);
     header[3] = static_cast<std::uint8_t>(flags);
-    put_be32(header.data() + kCommonHeaderSize - 4, frame_seq);
+    put_be32(header.data() + kCommonHeaderSize - 8, frame_seq);
+    put_be32(header.data() + kCommonHeaderSize - 4, ack_seq);
     put_be32(header.data() + kCrcOffset, header_crc(header.first(hsize)));
     return {};
+}
+
+std::uint32_t ack_seq_of(std::span<const std::uint8_t> header) noexcept {
+    if (header.size() < kCommonHeaderSize)
+        return 0;
+    std::uint32_t v = 0;
+    std::memcpy(&v, header.data() + kCommonHeaderSize - 4, sizeof v);
+    return plugin::common::to_big_endian(v);
+}
+
+bool decode_match(std::span<const std::uint8_t> frame, MatchHdr& out) noexcept {
+    // The checks of decode_header_into() for this one type, in one pass.
+    constexpr std::uint16_t kMatchFlags = kFlagPayloadCsum | kFlagRetransmit | kFlagAckNow;
+    if (frame.size() < kMatchHeaderSize || frame[0] != kWireVersion ||
+        frame[1] != static_cast<std::uint8_t>(FrameType::Match))
+        return false;
+    const auto hdr = frame.first(kMatchHeaderSize);
+    FixedReader r(hdr.data());
+    (void)r.get<std::uint16_t>();  // version, type
+    Common& c = out.common;
+    c.type = FrameType::Match;
+    c.flags = r.get<std::uint16_t>();
+    if (r.u32() != header_crc(hdr) || (c.flags & ~kMatchFlags) != 0)
+        return false;
+    c.src_jobid = r.u32();
+    c.src_vpid = r.u32();
+    c.frame_seq = r.u32();
+    c.ack_seq = r.u32();
+    MatchFields& m = out.match;
+    m.cid = r.u32();
+    m.src_rank = static_cast<std::int32_t>(r.u32());
+    m.tag = static_cast<std::int32_t>(r.u32());
+    m.msg_seq = r.get<std::uint16_t>();
+    const auto reserved = r.get<std::uint16_t>();
+    m.payload_len = r.u32();
+    m.payload_crc = r.u32();
+    return reserved == 0 && m.payload_len == frame.size() - kMatchHeaderSize &&
+           ((c.flags & kFlagPayloadCsum) != 0 || m.payload_crc == 0);
 }
 
 namespace {
@@ -239,7 +279,6 @@ Result<std::size_t> encode(const FragHdr& h, std::span<std::uint8_t> out) noexce
 Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcept {
     return encode_fixed<kAckHeaderSize>(out, [&](FixedWriter& w) {
         put_common(w, h.common, FrameType::Ack);
-        w.put(h.cum_seq);
         w.put(h.sack_base);
         w.put(h.sack_mask);
     });
@@ -309,6 +348,7 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     c.src_jobid = r.u32();
     c.src_vpid = r.u32();
     c.frame_seq = r.u32();
+    c.ack_seq = r.u32();
 
     const std::size_t payload = (bytes.size() - hsize) + payload_bytes;
     // The first problem found in the type-specific fields.
@@ -399,8 +439,7 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             break;
         }
         case FrameType::Ack: {
-            AckHdr h{c, 0, 0, 0};
-            h.cum_seq = r.u32();
+            AckHdr h{c, 0, 0};
             h.sack_base = r.u32();
             h.sack_mask = r.u64();
             d.header = h;

@@ -1,4 +1,4 @@
-// pml dr wire format, version 1.
+// pml dr wire format, version 2.
 //
 // Every frame the PML hands to a BTL starts with the common header, then a
 // type-specific header, then (MATCH, RNDV, FRAG) payload bytes. All integers
@@ -6,7 +6,7 @@
 // then each field is one load or store at its offset (memcpy and a byte
 // swap); no struct is ever cast onto bytes.
 //
-// Common header (20 bytes):
+// Common header (24 bytes):
 //   0               1               2               3
 //   +---------------+---------------+-------------------------------+
 //   |    version    |     type      |             flags             |
@@ -19,6 +19,12 @@
 //   +---------------------------------------------------------------+
 //   |          frame_seq (per sender->receiver channel; 0: none)    |
 //   +---------------------------------------------------------------+
+//   |   ack_seq (every frame_seq <= this from the receiver arrived)  |
+//   +---------------------------------------------------------------+
+//
+// ack_seq is the sender's cumulative acknowledgement of the reverse
+// channel, carried by every frame (a reply to a small message acknowledges
+// it without an ACK frame); the ACK frame adds the selective part.
 //
 // hdr_crc is CRC32C over the whole header (common + type-specific) with the
 // hdr_crc field taken as zero. It is checked before any other field is
@@ -45,8 +51,8 @@
 //   | released_total (u64: eager payload bytes of the receiver's peer that left
 //   |                  its unexpected store, ever; cumulative so loss and
 //   |                  duplication are harmless) |
-// ACK: channel acknowledgement. +16:
-//   | cum_seq (u32: every seq <= this arrived) | sack_base (u32) | sack_mask (u64) |
+// ACK: channel acknowledgement: the common ack_seq, and a selective part. +12:
+//   | sack_base (u32) | sack_mask (u64) |
 //   bit i of sack_mask set: seq sack_base + i arrived intact.
 // NACK: frame `seq` arrived with an intact header but a damaged payload;
 //   resend it now rather than at the ACK timeout. +8:
@@ -69,7 +75,7 @@
 
 namespace pml::dr::core {
 
-inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::uint8_t kWireVersion = 2;
 
 enum class FrameType : std::uint8_t {
     Match = 1,
@@ -97,12 +103,12 @@ inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFla
                                              kFlagPutDone;
 inline constexpr std::uint16_t kRndvOnlyFlags = kFlagSync | kFlagRget | kFlagCreditStarved;
 
-inline constexpr std::size_t kCommonHeaderSize = 20;
+inline constexpr std::size_t kCommonHeaderSize = 24;
 inline constexpr std::size_t kMatchHeaderSize = kCommonHeaderSize + 24;
 inline constexpr std::size_t kRndvHeaderSize = kCommonHeaderSize + 48;
 inline constexpr std::size_t kCtsHeaderSize = kCommonHeaderSize + 32;
 inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
-inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 16;
+inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 12;
 inline constexpr std::size_t kCreditHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kNackHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kPutHeaderSize = kCommonHeaderSize + 40;
@@ -117,6 +123,7 @@ struct Common {
     std::uint32_t src_jobid = 0;
     std::uint32_t src_vpid = 0;
     std::uint32_t frame_seq = 0;
+    std::uint32_t ack_seq = 0;
 };
 
 struct MatchFields {
@@ -158,8 +165,7 @@ struct FragHdr {
 };
 
 struct AckHdr {
-    Common common;
-    std::uint32_t cum_seq = 0;
+    Common common;  // its ack_seq is the cumulative part
     std::uint32_t sack_base = 0;
     std::uint64_t sack_mask = 0;
 };
@@ -202,12 +208,15 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
 Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcept;
 
-// Stamps an encoded header in place with its channel seq and extra flags
-// (only kFlagRetransmit and kFlagAckNow; anything else is BadField and
-// nothing is written) and reseals its CRC. The frame is built
-// once and its seq is known only when the channel transmits it.
+// Stamps an encoded header in place with its channel seq, the current
+// ack_seq and extra flags (only kFlagRetransmit and kFlagAckNow; anything
+// else is BadField and nothing is written) and reseals its CRC. The frame
+// is built once and its seq is known only when the channel transmits it.
 Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
-                   std::uint16_t add_flags) noexcept;
+                   std::uint32_t ack_seq, std::uint16_t add_flags) noexcept;
+
+// The ack_seq an encoded header carries (0 if shorter than the common header).
+std::uint32_t ack_seq_of(std::span<const std::uint8_t> header) noexcept;
 
 struct Decoded {
     Header header;
@@ -228,6 +237,12 @@ Result<Decoded> decode(std::span<const std::uint8_t> frame) noexcept;
 // Assigning trivially copyable headers to the variant cannot throw.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& out) noexcept;
+
+// The receive fast path's decoder: true only for a whole MATCH frame that
+// decode_into() would accept apart from its payload CRC (which, when the
+// flags declare one, the caller checks), filling `out` exactly as it would.
+// False says nothing about why: decode_into() tells.
+bool decode_match(std::span<const std::uint8_t> frame, MatchHdr& out) noexcept;
 
 // The payload CRC a decoded frame declares (false: none), for callers that
 // verify the payload apart from the header (decode_into checks both).

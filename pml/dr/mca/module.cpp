@@ -41,7 +41,7 @@ class Sink final : public core::EngineSink {
     }
     void on_credit(core::PeerId peer, std::uint64_t released_total) override {
         core::CreditHdr h;
-        h.common = make_common(0);
+        h.common = make_common(peer, 0);
         h.released_total = released_total;
         std::uint8_t buf[core::kCreditHeaderSize];
         if (core::encode(h, buf))

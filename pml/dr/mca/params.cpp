@@ -55,6 +55,10 @@ int register_params(const mca_base_component_2_1_0_t* component) noexcept {
         ParamSpec{"ack_retries",
                   "ACK timer expiries (with linear back-off) before the path is declared dead",
                   ParamType::Unsigned, &r.ack_retries, d.ack_retries},
+        ParamSpec{"ack_delay",
+                  "Microseconds an arriving frame may wait for its ACK, which coalesces with "
+                  "later ones or rides on a frame going back",
+                  ParamType::Unsigned, &r.ack_delay_us, d.ack_delay_us},
         ParamSpec{
             "peer_dead_timeout",
             "Milliseconds of silence after which a peer with pending traffic is declared dead",

@@ -207,7 +207,8 @@ int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int 
                ompi_request_t** req) noexcept;
 // Sends a small control frame (CTS) to a peer; retried from progress on busy.
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept;
-core::Common make_common(std::uint16_t flags) noexcept;
+// The common header of a frame to `peer` (its ack_seq the channel's current one).
+core::Common make_common(core::PeerId peer, std::uint16_t flags) noexcept;
 inline std::uint16_t csum_flag(bool csum) noexcept {
     return csum ? core::kFlagPayloadCsum : 0;
 }

@@ -143,7 +143,7 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
 
 void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noexcept {
     core::CtsHdr cts;
-    cts.common = make_common(0);
+    cts.common = make_common(r->peer, 0);
     cts.send_req = send_req;
     cts.recv_req = r->wire_id;
     cts.offset = offset;

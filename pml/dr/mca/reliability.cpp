@@ -48,6 +48,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
     bool admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) override;
     [[nodiscard]] bool fresh(PeerId peer, std::uint32_t seq) const override;
     void on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) override;
+    void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) override;
     void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 
@@ -175,40 +176,63 @@ TxResult post(StoredFrame* sf, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t
     return TxResult::Failed;
 }
 
-// One transmission of `sf` on `path`: the sender's descriptor when it was
-// built for that BTL, sendi for small copies, otherwise a fresh descriptor.
-TxResult put_on_path(StoredFrame* sf, PathId path, bool retransmit) noexcept {
+// One transmission of `sf` on `path` (bb: the BML's entry for it, nullptr
+// if none): the sender's descriptor when it was built for that BTL, sendi
+// for small copies, otherwise a fresh descriptor. `owed`: the channel counts
+// a completion for it (its transmit()); false after submit_on(), which made
+// it owed only if it does not go out at once.
+TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool retransmit,
+                     bool owed = true) noexcept {
     mca_btl_base_module_t* btl = btl_of(path);
-    mca_bml_base_btl_t* bb = find_bml(sf->peer, btl);
+    // Before the BTL is asked: it may complete the descriptor inside its send.
+    const auto owe = [sf, path, &owed]() noexcept {
+        if (!owed)
+            chan().expect_completion(
+                sf->peer, path, FrameRef{sf->seq, reinterpret_cast<core::FrameToken>(sf)},
+                g_rel.now);
+        owed = true;
+    };
     if (bb == nullptr || fail_btl_hit(btl)) {
         drop_prebuilt(sf);
+        owe();
         local_complete(sf, path, false);
         return TxResult::Failed;
     }
     const auto add =
         static_cast<std::uint16_t>(sf->flags | (retransmit ? core::kFlagRetransmit : 0));
+    // Every transmission carries the current ack_seq; once it is on its way
+    // the peer needs no ACK frame for what it says.
+    const PeerId peer = sf->peer;
+    const std::uint32_t ack = ack_seq_for(peer);
+    const auto carried = [peer, ack](TxResult r) noexcept {
+        if (r == TxResult::Done || r == TxResult::Posted)
+            chan().ack_carried(peer, ack);
+        return r;
+    };
     if (mca_btl_base_descriptor_t* des = sf->prebuilt; des != nullptr) {
         mca_bml_base_btl_t* pbb = sf->prebuilt_bb;
         sf->prebuilt = nullptr;
         if (!retransmit && pbb->btl == btl) {
+            owe();
             mca_btl_base_segment_t& seg = des->des_segments[0];
             (void)core::stamp({static_cast<std::uint8_t*>(seg.seg_addr.pval), seg.seg_len}, sf->seq,
-                              add);
-            return post(sf, bb, des, path);
+                              ack, add);
+            return carried(post(sf, bb, des, path));
         }
         mca_bml_base_free(pbb, des);
     }
     const std::size_t hdr = sf->repack ? sf->bytes.size() : 0;
     const std::size_t size = sf->repack ? hdr + sf->len : sf->bytes.size();
     if (!sf->repack) {
-        if (retransmit || sf->encoded_seq != sf->seq)
-            (void)core::stamp(sf->bytes, sf->seq, add);
+        if (retransmit || sf->encoded_seq != sf->seq || core::ack_seq_of(sf->bytes) != ack)
+            (void)core::stamp(sf->bytes, sf->seq, ack, add);
         if (btl->btl_sendi != nullptr && size <= btl->btl_eager_limit &&
             mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), size, 0, MCA_BTL_NO_ORDER,
                                MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
                                kBtlTag, nullptr) == OMPI_SUCCESS)
-            return TxResult::Done;
+            return carried(TxResult::Done);
     }
+    owe();
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, size, kDesFlags);
     if (des == nullptr)
@@ -232,17 +256,18 @@ TxResult put_on_path(StoredFrame* sf, PathId path, bool retransmit) noexcept {
             local_complete(sf, path, false);
             return TxResult::Failed;
         }
-        (void)core::stamp({out, hdr}, sf->seq, add);
+        (void)core::stamp({out, hdr}, sf->seq, ack, add);
     }
     des->des_segments[0].seg_len = size;
-    return post(sf, bb, des, path);
+    return carried(post(sf, bb, des, path));
 }
 
 // A transmission that found the BTL out of descriptors is retried from
 // progress; the retry holds the frame so it cannot be freed under it.
 // True: done inline (the channel's transmit() answer).
-bool transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
-    const TxResult first = put_on_path(sf, path, retransmit);
+bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool retransmit,
+                       bool owed = true) noexcept {
+    const TxResult first = put_on_path(sf, bb, path, retransmit, owed);
     if (first != TxResult::Busy)
         return first == TxResult::Done;
     ++sf->holds;
@@ -261,7 +286,7 @@ bool transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
             rearm();
             return true;
         }
-        const TxResult again = put_on_path(sf, path, retransmit);
+        const TxResult again = put_on_path(sf, find_bml(sf->peer, btl_of(path)), path, retransmit);
         if (again == TxResult::Busy) {
             ++sf->holds;
             return false;
@@ -277,7 +302,7 @@ bool transmit_or_defer(StoredFrame* sf, PathId path, bool retransmit) noexcept {
 bool Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
     auto* sf = from_handle<StoredFrame>(ref.token);
     sf->seq = ref.seq;
-    return transmit_or_defer(sf, path, retransmit);
+    return transmit_or_defer(sf, find_bml(sf->peer, btl_of(path)), path, retransmit);
 }
 
 void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
@@ -311,9 +336,9 @@ void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
 
 void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
     core::AckHdr h;
-    h.common = make_common(0);
+    h.common = make_common(peer, 0);
     h.common.type = core::FrameType::Ack;
-    h.cum_seq = ack.cum_seq;
+    h.common.ack_seq = ack.cum_seq;
     h.sack_base = ack.sack_base;
     h.sack_mask = ack.sack_mask;
     std::uint8_t buf[core::kAckHeaderSize];
@@ -323,7 +348,7 @@ void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
 
 void Glue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
     core::NackHdr h;
-    h.common = make_common(0);
+    h.common = make_common(peer, 0);
     h.common.type = core::FrameType::Nack;
     h.seq = seq;
     std::uint8_t buf[core::kNackHeaderSize];
@@ -372,7 +397,12 @@ bool Glue::admit(PeerId peer, std::uint64_t path, const core::Common& c, std::si
 }
 
 void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
-    chan().on_ack(peer, path, core::AckInfo{ack.cum_seq, ack.sack_base, ack.sack_mask}, g_rel.now);
+    chan().on_ack(peer, path, core::AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask},
+                  g_rel.now);
+}
+
+void Glue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {
+    chan().on_carried_ack(peer, path, ack_seq, g_rel.now);
 }
 
 void Glue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
@@ -486,12 +516,41 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {
                                                         : OMPI_ERR_UNREACH;
 }
 
+int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb) noexcept {
+    const PathId path = path_of(bb->btl);
+    g_rel.now = monotonic_now();
+    const std::size_t bytes = sf->repack ? sf->bytes.size() + sf->len : sf->bytes.size();
+    const auto token = reinterpret_cast<core::FrameToken>(sf);
+    const core::SubmitResult res = chan().submit_on(sf->peer, path, token, g_rel.now, bytes);
+    if (res.status == core::SubmitStatus::NoPath)
+        return submit_frame(sf, bb->btl);  // the channel picks another path
+    if (!res.ok()) {
+        drop_prebuilt(sf);
+        discard_frame(sf);
+        return res.status == core::SubmitStatus::WindowFull ? OMPI_ERR_OUT_OF_RESOURCE
+                                                            : OMPI_ERR_UNREACH;
+    }
+    sf->seq = res.seq;
+    // Held over the BTL call: one that delivers inside its send (self) may
+    // bring the ACK back, which must not free the frame under it.
+    ++sf->holds;
+    (void)transmit_or_defer(sf, bb, path, false, false);
+    --sf->holds;
+    destroy_if_done(sf);
+    rearm();
+    return OMPI_SUCCESS;
+}
+
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
     return chan().path_state(peer, path_of(btl)) != core::PathState::Failed;
 }
 
 std::uint32_t next_seq(PeerId peer) noexcept {
     return chan().next_seq(peer);
+}
+
+std::uint32_t ack_seq_for(PeerId peer) noexcept {
+    return chan().ack_seq(peer);
 }
 
 std::size_t live_paths(PeerId peer) noexcept {

@@ -68,6 +68,10 @@ int reliability_progress() noexcept;
 // full: sf was discarded, try again later), OMPI_ERR_UNREACH (no path / dead
 // peer: discarded). `hint`: the BTL the caller prefers (nullptr: any).
 int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
+// submit_frame() on the BML entry `bb` for that peer, which the frame goes
+// out on at once (no round trip through the channel's output), unless the
+// channel declared that path failed: then it picks another.
+int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb) noexcept;
 // Whether new traffic to `peer` may use this BTL (the channel has not
 // declared the path failed).
 bool path_usable(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
@@ -78,6 +82,8 @@ mca_bml_base_btl_t* find_bml(core::PeerId peer, const mca_btl_base_module_t* btl
 std::size_t live_paths(core::PeerId peer) noexcept;
 // The frame_seq the next frame submitted to `peer` will carry.
 std::uint32_t next_seq(core::PeerId peer) noexcept;
+// The ack_seq a frame to `peer` carries now.
+std::uint32_t ack_seq_for(core::PeerId peer) noexcept;
 // Largest frame / eager frame every path to `peer` can carry, so that a frame
 // built for one BTL can be resent on any other.
 std::size_t frame_cap(core::PeerId peer) noexcept;

@@ -142,7 +142,7 @@ bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t o
     if (base == nullptr)
         return false;
     core::PutHdr h;
-    h.common = make_common(0);
+    h.common = make_common(r->peer, 0);
     h.send_req = info.send_req;
     h.recv_req = r->wire_id;
     h.offset = offset;

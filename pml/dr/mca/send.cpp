@@ -215,7 +215,7 @@ void schedule_frags(SendRequest* r) noexcept {
             r, bb, core::kFragHeaderSize, offset, len, opts,
             [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                 core::FragHdr h;
-                h.common = make_common(csum_flag(csum));
+                h.common = make_common(r->peer, csum_flag(csum));
                 h.recv_req = recv_id;
                 h.offset = offset;
                 h.payload_len = static_cast<std::uint32_t>(sent);
@@ -281,7 +281,7 @@ int send_put_done_frame(SendRequest* r) noexcept {
     return send_data_frame(r, r->rdma_btl, core::kFragHeaderSize, end, len, opts,
                            [&](std::span<std::uint8_t> out, bool, std::uint32_t, std::size_t) {
                                core::FragHdr h;
-                               h.common = make_common(core::kFlagPutDone);
+                               h.common = make_common(r->peer, core::kFlagPutDone);
                                h.recv_req = recv_id;
                                h.offset = end;
                                (void)core::encode(h, out);
@@ -304,11 +304,12 @@ bool csum_wanted(const mca_btl_base_module_t* btl) noexcept {
     return true;
 }
 
-core::Common make_common(std::uint16_t flags) noexcept {
+core::Common make_common(core::PeerId peer, std::uint16_t flags) noexcept {
     core::Common c;
     c.flags = flags;
     c.src_jobid = OMPI_PROC_MY_NAME->jobid;
     c.src_vpid = OMPI_PROC_MY_NAME->vpid;
+    c.ack_seq = ack_seq_for(peer);
     return c;
 }
 
@@ -333,7 +334,8 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     // The receiver releases the handle's bytes like eager data: charge them.
     (void)state().engine->try_charge_eager(r->peer, hlen, true);
     core::RndvHdr h;
-    h.common = make_common(static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
+    h.common = make_common(r->peer,
+                           static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
                                                       (sync ? core::kFlagSync : 0)));
     h.match =
         match_fields(r, seq, hlen, plugin::common::crc32c(base + core::kRndvHeaderSize, hlen));
@@ -376,7 +378,7 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
             r, bb, core::kMatchHeaderSize, 0, len, opts,
             [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                 core::MatchHdr h;
-                h.common = make_common(csum_flag(csum));
+                h.common = make_common(r->peer, csum_flag(csum));
                 h.match = match_fields(r, seq, sent, crc);
                 (void)core::encode(h, out);
             });
@@ -427,7 +429,7 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
         r, bb, core::kRndvHeaderSize, 0, first, opts,
         [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
             core::RndvHdr h;
-            h.common = make_common(static_cast<std::uint16_t>(csum_flag(csum) | flags));
+            h.common = make_common(r->peer, static_cast<std::uint16_t>(csum_flag(csum) | flags));
             h.match = match_fields(r, seq, sent, crc);
             h.msg_len = size;
             h.send_req = wire_id;

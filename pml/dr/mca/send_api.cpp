@@ -79,7 +79,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (csum && !crc_done)
         crc = plugin::common::crc32c(frame + core::kMatchHeaderSize, size);
     core::MatchHdr h;
-    h.common = make_common(csum_flag(csum));
+    h.common = make_common(peer, csum_flag(csum));
     h.common.frame_seq = sf->encoded_seq = next_seq(peer);
     h.match.cid = comm->c_contextid;
     h.match.src_rank = comm->c_my_rank;
@@ -88,7 +88,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     h.match.payload_len = static_cast<std::uint32_t>(size);
     h.match.payload_crc = csum ? crc : 0;
     (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
-    const int rc = submit_frame(sf, bb->btl);
+    const int rc = submit_direct(sf, bb);
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
         state().engine->uncharge_eager(peer, size);
