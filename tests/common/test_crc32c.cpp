@@ -1,4 +1,5 @@
 #include "crc32c.hpp"
+#include "crc32c_fixed.hpp"
 
 #include <gtest/gtest.h>
 
@@ -146,6 +147,35 @@ TEST(Crc32c, HeaderCrcEqualsZeroedCopy) {
     }
     // A field that does not fit is no field: the plain CRC.
     EXPECT_EQ(crc32c_header(buf.data(), 6, 4), crc32c(buf.data(), 6));
+}
+
+// The unrolled fixed-shape form: the same value for every shape the codecs
+// use and the corner cases (field first, last, in either half of a word).
+template <std::size_t Len, std::size_t Field>
+void expect_fixed_equals_general(const Bytes& buf) {
+    for (std::size_t off = 0; off < 8; ++off) {
+        const std::uint8_t* hdr = buf.data() + off;
+        ASSERT_EQ((crc32c_header_fixed<Len, Field>(hdr)), crc32c_header(hdr, Len, Field))
+            << "len " << Len << " field " << Field << " offset " << off;
+    }
+}
+
+TEST(Crc32c, FixedShapeHeaderCrcEqualsTheGeneralOne) {
+    std::mt19937 rng(91);
+    Bytes buf(128);
+    for (auto& b : buf)
+        b = static_cast<std::uint8_t>(rng());
+    expect_fixed_equals_general<32, 4>(buf);
+    expect_fixed_equals_general<36, 4>(buf);
+    expect_fixed_equals_general<48, 4>(buf);
+    expect_fixed_equals_general<56, 4>(buf);
+    expect_fixed_equals_general<64, 4>(buf);
+    expect_fixed_equals_general<72, 4>(buf);
+    expect_fixed_equals_general<48, 0>(buf);
+    expect_fixed_equals_general<48, 8>(buf);
+    expect_fixed_equals_general<44, 40>(buf);
+    expect_fixed_equals_general<48, 44>(buf);
+    expect_fixed_equals_general<4, 0>(buf);
 }
 
 TEST(Crc32c, HardwareMatchesSoftwareAroundBlockSizes) {

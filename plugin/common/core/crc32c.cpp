@@ -4,6 +4,7 @@
 #include <bit>
 #include <string_view>
 
+#include "crc32c_fixed.hpp"
 #include "crc32c_internal.hpp"
 
 namespace plugin::common {
@@ -120,11 +121,11 @@ std::uint32_t crc32c_header_sw(const void* data, std::size_t len, std::size_t fi
     return ~reg;
 }
 
-namespace {
-
 // Read once at load for the per-frame path (false until then: the software
 // path, still right, for any caller during static initialisation).
-const bool g_hw_at_load = crc32c_hw_available();
+extern const bool crc32c_detail::g_hw_at_load = crc32c_hw_available();
+
+namespace {
 
 // The hardware path works in 4-byte steps on a field inside the header;
 // anything else is rare enough for the general one.
@@ -141,7 +142,7 @@ std::uint32_t crc32c_header_hw(const void* data, std::size_t len, std::size_t fi
 }
 
 std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field) noexcept {
-    return header_crc(g_hw_at_load, data, len, field);
+    return header_crc(crc32c_detail::g_hw_at_load, data, len, field);
 }
 
 std::uint32_t crc32c_copy(void* dst, const void* src, std::size_t len, std::uint32_t crc) noexcept {

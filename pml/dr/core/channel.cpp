@@ -252,20 +252,27 @@ void ReliableChannel::reschedule(PeerId id) noexcept {
 }
 
 void ReliableChannel::flush_outputs() {
-    if (draining_ || queue_.empty())
+    if (draining_ || (queue_.empty() && released_.empty()))
         return;  // a nested call: the outer drain hands these over
     draining_ = true;
     struct Reset {
         ReliableChannel& ch;
         ~Reset() {
             ch.queue_.clear();
+            ch.released_.clear();
             ch.draining_ = false;
         }
     } reset{*this};
     using Kind = Output::Kind;
-    // By index: callbacks may append to queue_ (which may reallocate).
-    for (std::size_t i = 0; i < queue_.size(); ++i) {  // NOLINT(modernize-loop-convert)
-        const Output o = queue_[i];                    // a copy: callbacks may append
+    // By index: callbacks may append to both (which may reallocate).
+    std::size_t i = 0;
+    for (std::size_t r = 0; r < released_.size() || i < queue_.size();) {
+        if (r < released_.size()) {
+            const auto [peer, token] = released_[r++];
+            out_.acked(peer, token);
+            continue;
+        }
+        const Output o = queue_[i++];  // a copy: callbacks may append
         switch (o.kind) {
             case Kind::Transmit: {
                 // Skip what became moot in the meantime (path failed, peer
@@ -361,6 +368,7 @@ bool ReliableChannel::add_path(PeerId peer, PathId path) {
     PathSlot pa;
     pa.id = path;
     p->paths.push_back(pa);
+    p->ack_slot = Ops::find_slot(*p, p->ack_path);  // data may have come on it already
     return true;
 }
 

@@ -384,6 +384,10 @@ class ReliableChannel {
     std::vector<std::unique_ptr<Peer>> peers_;    // indexed by PeerId
     std::set<std::pair<Micros, PeerId>> timers_;  // one entry per peer with a deadline
     std::vector<Output> queue_;                   // outputs not yet handed to out_
+    // acked() outputs of released frames, the most common output: handed
+    // over before queue_ (kill() reports through queue_, so a peer's
+    // releases still precede its peer_dead()).
+    std::vector<std::pair<PeerId, FrameToken>> released_;
     std::vector<std::pair<Micros, PeerId>> due_;  // scratch for on_timer
     bool draining_ = false;
 };

@@ -89,7 +89,8 @@ struct ReliableChannel::Peer {
     std::vector<std::uint32_t> dirty;    // vfrag ids with arrivals since the last ACK
     unsigned rx_unacked = 0;             // deliveries since the last ACK
     Micros ack_due = kNever;
-    PathId ack_path = kAnyPath;  // where the latest data came from
+    PathId ack_path = kAnyPath;     // where the latest data came from
+    std::uint8_t ack_slot = kNoSlot;  // its slot (paths never move once added)
 };
 
 struct ReliableChannel::Output {

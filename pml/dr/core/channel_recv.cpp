@@ -187,7 +187,10 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
         ++p->counters.too_far_dropped;  // not acked: the sender resends later
         return Verdict::Drop;
     }
-    p->ack_path = path;
+    if (path != p->ack_path) {
+        p->ack_path = path;
+        p->ack_slot = Ops::find_slot(*p, path);
+    }
     if (d <= 0 || Ops::rx_bit(*this, *p, seq)) {
         // Re-ack at once: the ACK that covered it may have been lost.
         ++p->counters.duplicates_dropped;
@@ -209,9 +212,10 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
     Ops::rx_advance(*this, *p);
     ++p->counters.frames_delivered;
     p->counters.bytes_delivered += bytes;
-    if (const std::uint8_t s = Ops::find_slot(*p, path); s != kNoSlot) {
-        ++p->paths[s].counters.frames_received;
-        p->paths[s].counters.bytes_received += bytes;
+    if (p->ack_slot != kNoSlot) {
+        PathCounters& pc = p->paths[p->ack_slot].counters;
+        ++pc.frames_received;
+        pc.bytes_received += bytes;
     }
     if (++p->rx_unacked >= params_.ack_every || ack_now) {
         Ops::flush_acks(*this, *p, now);  // only clears deadlines

@@ -99,7 +99,7 @@ void ReliableChannel::Ops::release_if_done(Ch& ch, Peer& p, TxFrame& f) {
 void ReliableChannel::Ops::release(Ch& ch, Peer& p, TxFrame& f, const char* reason) {
     set_state(ch, p, f, FrameState::Free, reason);
     --p.unreleased;
-    emit(ch, Kind::Acked, p.id, 0, f.token);
+    ch.released_.emplace_back(p.id, f.token);
 }
 
 // Frees window slots from the oldest end.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "crc32c.hpp"
+#include "crc32c_fixed.hpp"
 #include "wire_io.hpp"
 
 namespace pml::dr::core {
@@ -113,9 +114,31 @@ class FixedReader {
 }
 
 // The header CRC covers every header byte with the CRC field as zero,
-// computed in place.
-std::uint32_t header_crc(std::span<const std::uint8_t> hdr) noexcept {
-    return plugin::common::crc32c_header(hdr.data(), hdr.size(), kCrcOffset);
+// computed in place (unrolled for each type's fixed size).
+template <std::size_t N>
+std::uint32_t header_crc(const std::uint8_t* hdr) noexcept {
+    return plugin::common::crc32c_header_fixed<N, kCrcOffset>(hdr);
+}
+std::uint32_t header_crc(FrameType type, const std::uint8_t* hdr) noexcept {
+    switch (type) {
+        case FrameType::Match:
+            return header_crc<kMatchHeaderSize>(hdr);
+        case FrameType::Rndv:
+            return header_crc<kRndvHeaderSize>(hdr);
+        case FrameType::Cts:
+            return header_crc<kCtsHeaderSize>(hdr);
+        case FrameType::Frag:
+            return header_crc<kFragHeaderSize>(hdr);
+        case FrameType::Ack:
+            return header_crc<kAckHeaderSize>(hdr);
+        case FrameType::Credit:
+            return header_crc<kCreditHeaderSize>(hdr);
+        case FrameType::Nack:
+            return header_crc<kNackHeaderSize>(hdr);
+        case FrameType::Put:
+            return header_crc<kPutHeaderSize>(hdr);
+    }
+    return 0;  // unreachable: callers checked header_size(type) != 0
 }
 
 void put_be32(std::uint8_t* p, std::uint32_t v) noexcept {
@@ -131,7 +154,7 @@ Result<std::size_t> encode_fixed(std::span<std::uint8_t> out, Fill&& fill) noexc
     FixedWriter w(out.data());
     fill(w);
     const std::size_t n = w.finish();
-    put_be32(out.data() + kCrcOffset, header_crc(out.first(N)));
+    put_be32(out.data() + kCrcOffset, header_crc<N>(out.data()));
     return n;
 }
 
@@ -153,7 +176,8 @@ Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
     header[3] = static_cast<std::uint8_t>(flags);
     put_be32(header.data() + kCommonHeaderSize - 8, frame_seq);
     put_be32(header.data() + kCommonHeaderSize - 4, ack_seq);
-    put_be32(header.data() + kCrcOffset, header_crc(header.first(hsize)));
+    put_be32(header.data() + kCrcOffset,
+             header_crc(static_cast<FrameType>(header[1]), header.data()));
     return {};
 }
 
@@ -177,7 +201,7 @@ bool decode_match(std::span<const std::uint8_t> frame, MatchHdr& out) noexcept {
     Common& c = out.common;
     c.type = FrameType::Match;
     c.flags = r.get<std::uint16_t>();
-    if (r.u32() != header_crc(hdr) || (c.flags & ~kMatchFlags) != 0)
+    if (r.u32() != header_crc<kMatchHeaderSize>(hdr.data()) || (c.flags & ~kMatchFlags) != 0)
         return false;
     c.src_jobid = r.u32();
     c.src_vpid = r.u32();
@@ -332,7 +356,7 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     c.type = type;
     c.flags = r.get<std::uint16_t>();
     const std::uint32_t crc = r.u32();
-    if (crc != header_crc(hdr))
+    if (crc != header_crc(type, hdr.data()))
         return fail(ErrorCode::BadChecksum, "header checksum mismatch");
     if (version != kWireVersion)
         return fail(ErrorCode::BadVersion, "unsupported wire version");
