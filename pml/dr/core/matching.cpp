@@ -97,17 +97,19 @@ UnexpectedPtr CommMatcher::take(std::int32_t src, std::int32_t tag) {
 }
 
 UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag) {
-    if (UnexpectedPtr msg = take(src, tag))
-        return msg;
-    Posted p{recv, src, tag, post_order_++};
-    if (src == kAnySource) {
-        wild_.push_back(p);
-    } else if (src >= 0 && static_cast<std::size_t>(src) < in_.size()) {
-        in_[static_cast<std::size_t>(src)].posted.push_back(p);
-    } else {
-        // MPI_PROC_NULL and bad ranks are the glue's to handle; never queue them.
+    if (src >= 0 && static_cast<std::size_t>(src) < in_.size()) {
+        Source& s = in_[static_cast<std::size_t>(src)];
+        if (!s.unexpected.empty())
+            if (UnexpectedPtr msg = take(src, tag))
+                return msg;
+        s.posted.push_back(Posted{recv, src, tag, post_order_++});
         return nullptr;
     }
+    if (src != kAnySource)
+        return nullptr;  // MPI_PROC_NULL and bad ranks are the glue's to handle; never queued
+    if (UnexpectedPtr msg = take(src, tag))
+        return msg;
+    wild_.push_back(Posted{recv, src, tag, post_order_++});
     return nullptr;
 }
 
