@@ -39,7 +39,7 @@ def expect(result, marker: str) -> None:
 def test_p2p_semantics(mpi, pml, np):
     big_mib = 32 if np <= 4 else 8
     expect(mpi.run("p2p_semantics", np=np, mca=run_with(pml), args=[big_mib]),
-           "p2p ok: 15 subtests")
+           "p2p ok: 16 subtests")
 
 
 @pytest.mark.mpi_timeout(180)

@@ -35,7 +35,7 @@ def _needs_drucx(components):
 @pytest.mark.parametrize("pml", ["ob1", "dr"])
 @pytest.mark.parametrize("np", [2, 4])
 def test_p2p_semantics(mpi, pml, np):
-    expect(mpi.run("p2p_semantics", np=np, mca=run_with(pml), args=[16]), "p2p ok: 15 subtests")
+    expect(mpi.run("p2p_semantics", np=np, mca=run_with(pml), args=[16]), "p2p ok: 16 subtests")
 
 
 @pytest.mark.mpi_timeout(180)
@@ -107,7 +107,7 @@ def test_over_uct_tcp_long_frags_go_by_zcopy(mpi, pml):
     user's buffer by AM zcopy (completed from progress); every byte checked."""
     mca = run_with(pml, btl_drucx_tls="tcp", btl_drucx_verbose=20)
     result = mpi.run("p2p_semantics", np=3, mca=mca, args=[8])
-    expect(result, "p2p ok: 15 subtests")
+    expect(result, "p2p ok: 16 subtests")
     out = result.stdout + result.stderr
     assert "module on UCX tcp/" in out, result
     zcopy = [int(z) for z in re.findall(r"messages \((\d+) by zcopy\)", out)]

@@ -83,7 +83,7 @@ def test_mpi_semantics_hold_under_faults(mpi):
     p2p_semantics, with a tenth of the frames lost and some corrupted."""
     faults = dict(FAULTS, pml_dr_fault_drop=0.1, pml_dr_fault_corrupt=0.05)
     c = expect_ok(mpi.run("p2p_semantics", np=3, mca=dr("self,vader,tcp", **faults), args=[16]),
-                  "p2p ok: 15 subtests")
+                  "p2p ok: 16 subtests")
     assert c.get("retransmits", 0) > 0, c
 
 

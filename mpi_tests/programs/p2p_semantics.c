@@ -296,6 +296,47 @@ static void test_probe(void) {
     }
 }
 
+/* Single-completion calls leave status.MPI_ERROR as it was (MPI 4.0 3.2.5):
+ * only the multiple-completion calls set it. */
+static void test_status_error_untouched(void) {
+    begin("status_error_untouched");
+    if (size < 2) return;
+    char b[64] = {0};
+    if (rank == 0) {
+        for (int i = 0; i < 5; i++) MPI_Send(b, 8, MPI_BYTE, 1, 60 + i, MPI_COMM_WORLD);
+    } else if (rank == 1) {
+        MPI_Status st;
+        int flag = 0;
+        MPI_Message msg;
+        st.MPI_ERROR = MPI_ERR_DIMS;
+        MPI_Probe(0, 60, MPI_COMM_WORLD, &st);
+        CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "MPI_Probe set MPI_ERROR to %d", st.MPI_ERROR);
+        st.MPI_ERROR = MPI_ERR_DIMS;
+        MPI_Recv(b, 8, MPI_BYTE, 0, 60, MPI_COMM_WORLD, &st);
+        CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "MPI_Recv set MPI_ERROR to %d", st.MPI_ERROR);
+        st.MPI_ERROR = MPI_ERR_TOPOLOGY;
+        while (!flag) MPI_Iprobe(0, 61, MPI_COMM_WORLD, &flag, &st);
+        CHECK(st.MPI_ERROR == MPI_ERR_TOPOLOGY, "MPI_Iprobe set MPI_ERROR to %d", st.MPI_ERROR);
+        MPI_Recv(b, 8, MPI_BYTE, 0, 61, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        st.MPI_ERROR = MPI_ERR_DIMS;
+        MPI_Mprobe(0, 62, MPI_COMM_WORLD, &msg, &st);
+        CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "MPI_Mprobe set MPI_ERROR to %d", st.MPI_ERROR);
+        st.MPI_ERROR = MPI_ERR_TOPOLOGY;
+        MPI_Mrecv(b, 8, MPI_BYTE, &msg, &st);
+        CHECK(st.MPI_ERROR == MPI_ERR_TOPOLOGY, "MPI_Mrecv set MPI_ERROR to %d", st.MPI_ERROR);
+        flag = 0;
+        st.MPI_ERROR = MPI_ERR_DIMS;
+        while (!flag) MPI_Improbe(0, 63, MPI_COMM_WORLD, &flag, &msg, &st);
+        CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "MPI_Improbe set MPI_ERROR to %d", st.MPI_ERROR);
+        MPI_Mrecv(b, 8, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        MPI_Request r;
+        st.MPI_ERROR = MPI_ERR_DIMS;
+        MPI_Irecv(b, 8, MPI_BYTE, 0, 64, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, &st);
+        CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "MPI_Wait set MPI_ERROR to %d", st.MPI_ERROR);
+    }
+}
+
 static void test_cancel(void) {
     begin("cancel");
     int x;
@@ -615,6 +656,7 @@ int main(int argc, char **argv) {
     test_ssend();
     test_bsend_rsend();
     test_probe();
+    test_status_error_untouched();
     test_cancel();
     test_persistent();
     test_datatypes();

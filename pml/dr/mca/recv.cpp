@@ -38,12 +38,13 @@ void unpack(RecvRequest* r, std::uint64_t offset, std::span<const std::uint8_t> 
     r->bytes_received += len;
 }
 
+// A probe's status. MPI_ERROR is left as the caller had it: single-completion
+// calls do not set it (MPI 4.0 §3.2.5), as ob1 does not.
 void fill_status(ompi_status_public_t* status, const core::MessageInfo& info) noexcept {
     if (status == nullptr)
         return;
     status->MPI_SOURCE = info.src;
     status->MPI_TAG = info.tag;
-    status->MPI_ERROR = OMPI_SUCCESS;
     status->_ucount = info.msg_len;
     status->_cancelled = 0;
 }
@@ -56,7 +57,7 @@ core::CommMatcher* matcher_of(ompi_communicator_t* comm) noexcept {
 int wait_and_free(ompi_request_t* req, ompi_status_public_t* status) noexcept {
     ompi_request_wait_completion(req);
     if (status != nullptr)
-        *status = req->req_status;
+        OMPI_COPY_STATUS(status, req->req_status, false);  // all but MPI_ERROR (fill_status)
     const int rc = req->req_status.MPI_ERROR;
     ompi_request_free(&req);
     return rc;
