@@ -3,10 +3,13 @@
  *
  * Options every program takes:
  *   -S max_bytes   largest message (default 4 MiB); sizes are 0, 1, f, f^2, ... <= max
+ *   -m min_bytes   first size of the sweep (default 0)
  *   -f factor      step between sizes (default 2: every power of two)
  *   -t ms          time spent measuring each size (default 100), after warm-up
  *   -w window      non-blocking sends in flight per sender (default 16)
  *   -b             bidirectional (bw.c only)
+ *   -n steps       time exactly this many steps per size, no warm-up (for
+ *                  counting instructions: scripts/profile-pingpong)
  *
  * Timing: bench_time() runs a step (one round trip, one window, ...) in batches
  * of 1, 2, 4, ... until a batch of at least 8 takes a tenth of the budget
@@ -26,7 +29,11 @@
  * large messages so a sweep to 4 MiB fits in memory with several ranks. */
 #define BENCH_MAX_BUFFER ((size_t)64 << 20)
 
+/* -n: steps per size when fixed (0: a time budget). */
+static long bench_fixed_steps = 0;
+
 struct bench_opts {
+    size_t min_bytes;
     size_t max_bytes;
     size_t factor;
     double budget_s;
@@ -35,17 +42,21 @@ struct bench_opts {
 };
 
 static inline struct bench_opts bench_parse(int argc, char **argv) {
-    struct bench_opts o = {(size_t)4 << 20, 2, 0.1, 16, 0};
+    struct bench_opts o = {0, (size_t)4 << 20, 2, 0.1, 16, 0};
     int c;
-    while ((c = getopt(argc, argv, "S:f:t:w:b")) != -1) {
+    while ((c = getopt(argc, argv, "m:S:f:t:w:bn:")) != -1) {
         switch (c) {
+        case 'm': o.min_bytes = (size_t)atoll(optarg); break;
         case 'S': o.max_bytes = (size_t)atoll(optarg); break;
         case 'f': o.factor = (size_t)atoll(optarg); break;
         case 't': o.budget_s = atof(optarg) / 1e3; break;
         case 'w': o.window = atoi(optarg); break;
         case 'b': o.bidirectional = 1; break;
+        case 'n': bench_fixed_steps = atol(optarg); break;
         default:
-            fprintf(stderr, "usage: %s [-S max_bytes] [-f factor] [-t ms] [-w window] [-b]\n",
+            fprintf(stderr,
+                    "usage: %s [-m min_bytes] [-S max_bytes] [-f factor] [-t ms] [-w window] [-b] "
+                    "[-n steps]\n",
                     argv[0]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
@@ -84,7 +95,7 @@ typedef void (*bench_step_fn)(void *ctx);
 static inline double bench_time(bench_step_fn step, void *ctx, double budget_s, MPI_Comm comm) {
     int rank;
     MPI_Comm_rank(comm, &rank);
-    long count = 1, iters = 0;
+    long count = 1, iters = bench_fixed_steps;
     while (iters == 0) {
         MPI_Barrier(comm);
         double t0 = MPI_Wtime();

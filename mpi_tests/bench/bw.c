@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     if (sub != MPI_COMM_NULL) {
         b.bidirectional = o.bidirectional;
         b.reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)o.window);
-        for (size_t n = 0; n <= o.max_bytes; n = bench_next_size(&o, n)) {
+        for (size_t n = o.min_bytes; n <= o.max_bytes; n = bench_next_size(&o, n)) {
             b.n = (int)n;
             b.window = bench_window(&o, n, 1);
             b.sendbuf = bench_alloc(n * (size_t)b.window);

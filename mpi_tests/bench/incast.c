@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     c.senders = size - 1;
     c.reqs = malloc(sizeof(MPI_Request) * (size_t)o.window * (size_t)(size > 1 ? c.senders : 1));
-    for (size_t n = 0; n <= o.max_bytes && c.senders > 0; n = bench_next_size(&o, n)) {
+    for (size_t n = o.min_bytes; n <= o.max_bytes && c.senders > 0; n = bench_next_size(&o, n)) {
         c.n = (int)n;
         /* the same window everywhere, sized for rank 0's receive buffers */
         c.window = bench_window(&o, n, (size_t)c.senders);

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     struct bench_opts o = bench_parse(argc, argv);
     struct pingpong p = {0, bench_alloc(o.max_bytes), 0};
     MPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
-    for (size_t n = 0; n <= o.max_bytes; n = bench_next_size(&o, n)) {
+    for (size_t n = o.min_bytes; n <= o.max_bytes; n = bench_next_size(&o, n)) {
         p.n = (int)n;
         double lat = bench_time(round_trip, &p, o.budget_s, MPI_COMM_WORLD) / 2;
         if (p.rank == 0) printf("size=%zu lat_us=%.3f bw_MBps=%.2f\n", n, lat * 1e6, n / lat / 1e6);

@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
     int pairs = size / 2;
     struct rate r = {rank < pairs, -1, 0, 0, NULL, malloc(sizeof(MPI_Request) * (size_t)o.window)};
     if (rank < 2 * pairs) r.peer = rank < pairs ? rank + pairs : rank - pairs;
-    for (size_t n = 0; n <= o.max_bytes; n = bench_next_size(&o, n)) {
+    for (size_t n = o.min_bytes; n <= o.max_bytes; n = bench_next_size(&o, n)) {
         r.n = (int)n;
         r.window = bench_window(&o, n, 1);
         r.buf = bench_alloc(n * (size_t)r.window);
