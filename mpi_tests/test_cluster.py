@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pathlib
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from typing import Mapping, Sequence
@@ -161,15 +163,20 @@ class Cluster:
                           restore_after: float | None = None,
                           **kwargs) -> tuple[harness.RunResult, "RailCut"]:
         """run() while a background thread cuts `rail` of `host` `at` seconds
-        after the start, restoring it `restore_after` seconds later (None: when
-        the job has ended). The rail is up again when this returns."""
-        cut = RailCut(host, rail, at, restore_after)
-        cutter = _Cutter(self, cut)
-        cutter.start()
-        try:
-            result = self.run(runner, program, np, **kwargs)
-        finally:
-            cutter.stop()
+        after the transfer started (rail_transfer's RAIL_TRANSFER_STARTED),
+        restoring it `restore_after` seconds later (None: when the job has
+        ended). The rail is up again when this returns."""
+        with tempfile.TemporaryDirectory(prefix="railcut.") as tmp:
+            cut = RailCut(host, rail, at, restore_after, pathlib.Path(tmp) / "started")
+            cutter = _Cutter(self, cut)
+            cutter.start()
+            env = {**(kwargs.pop("env", None) or {}), "RAIL_TRANSFER_STARTED": str(cut.started)}
+            # Whichever host rank 0 lands on; the file is shared (one filesystem).
+            launch = [*kwargs.pop("mpirun_args", ()), "-x", "RAIL_TRANSFER_STARTED"]
+            try:
+                result = self.run(runner, program, np, env=env, mpirun_args=launch, **kwargs)
+            finally:
+                cutter.stop()
         return result, cut
 
     def pids(self) -> dict[str, list[int]]:
@@ -212,12 +219,14 @@ def _rails_restored(cluster):
 
 @dataclasses.dataclass
 class RailCut:
-    """One rail of one host cut `at` seconds after the start of a job."""
+    """One rail of one host cut `at` seconds after the transfer started (the
+    job's rank 0 creates `started` then; without it, after the launch)."""
 
     host: str
     rail: str
     at: float
     restore_after: float | None = None
+    started: pathlib.Path | None = None
     cut_wall: float | None = None       # time.time() right after the link went down
     state_after_cut: str | None = None  # link state observed right after the cut
     restored_wall: float | None = None
@@ -239,6 +248,9 @@ class _Cutter(threading.Thread):
     def run(self) -> None:
         c = self.cut
         try:
+            while c.started is not None and not c.started.exists():
+                if self.finished.wait(0.02):
+                    return  # the job ended before its transfer started
             if self.finished.wait(c.at):
                 return  # the job ended first
             self.cluster.cut(c.host, c.rail)

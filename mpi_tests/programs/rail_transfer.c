@@ -25,6 +25,9 @@
  *
  * RAIL_TRANSFER_CORRUPT=<round> makes rank 0 flip one body byte after
  * checksumming its message of that round (a self-test of the checks).
+ * RAIL_TRANSFER_STARTED=<path>: rank 0 creates that file as the transfer
+ * starts, so a test can time a link cut from there, not from the launch
+ * (which takes seconds on a loaded machine).
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -170,6 +173,10 @@ int main(int argc, char** argv) {
         printf("rail_transfer: start np=%d rounds=%d bytes=%zu min_seconds=%.1f wall=%.3f\n", np,
                rounds, body, min_seconds, wall_now());
         fflush(stdout);
+        const char* started = getenv("RAIL_TRANSFER_STARTED");
+        FILE* f = started != NULL ? fopen(started, "w") : NULL;
+        if (f != NULL)
+            fclose(f);
     }
     const int every = rounds >= 10 ? rounds / 10 : 1;
     int errors = 0;
