@@ -71,7 +71,7 @@ int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descrip
     if (opts.ack_now || offset + len >= opts.ack_now_at)
         sf->flags = core::kFlagAckNow;
     ++r->frames_inflight;
-    const int rc = submit_frame(sf, bb->btl);
+    const int rc = submit_direct(sf, bb);
     if (rc != OMPI_SUCCESS)
         --r->frames_inflight;
     return rc;

@@ -9,10 +9,12 @@
 namespace pml::dr::mca {
 namespace {
 
-// Small standard sends go out without a request: header and payload are
-// built straight into the copy the reliability layer keeps, and the channel
-// hands that to the BTL's sendi.
-constexpr std::size_t kInlineMax = 256;
+// Eager standard sends go out without a request: header and payload are
+// built straight into the copy the reliability layer keeps, which goes to
+// the BTL's sendi (a request, a descriptor and a completion callback less
+// than the request path; the same two copies). Up to the largest frame the
+// pool of kept copies recycles.
+constexpr std::size_t kInlineMax = 4096 - core::kMatchHeaderSize;
 
 int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
                 ompi_communicator_t* comm, ompi_proc_t* proc) noexcept {
@@ -23,17 +25,20 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0)
         return OMPI_ERR_NOT_AVAILABLE;
     mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
-    if (bb->btl->btl_sendi == nullptr ||
-        bb->btl->btl_eager_limit < core::kMatchHeaderSize + kInlineMax)
+    if (bb->btl->btl_sendi == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
     core::CommMatcher* matcher = state().engine->comm(comm->c_contextid);
     if (matcher == nullptr)
+        return OMPI_ERR_NOT_AVAILABLE;
+    const core::PeerId peer = peer_for(proc);
+    // The frame must fit every path to the peer: a resend may take another.
+    if (core::kMatchHeaderSize + type_size * count > eager_cap(peer) ||
+        type_size * count > state().config.eager_limit)
         return OMPI_ERR_NOT_AVAILABLE;
 
     // Packed straight into the copy the reliability layer keeps: a plain
     // copy for contiguous data between same-architecture processes, the
     // convertor otherwise.
-    const core::PeerId peer = peer_for(proc);
     StoredFrame* sf = new_frame(peer);
     size_t size = type_size * count;
     const bool csum = csum_wanted(bb->btl);
@@ -56,7 +61,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
         opal_convertor_get_packed_size(&conv, &size);
         int prc = OMPI_ERR_NOT_AVAILABLE;
         size_t max_data = size;
-        if (size <= kInlineMax) {
+        if (size <= kInlineMax && core::kMatchHeaderSize + size <= eager_cap(peer)) {
             sf->bytes.resize(core::kMatchHeaderSize + size);
             iovec iov{sf->bytes.data() + core::kMatchHeaderSize, size};
             uint32_t iov_count = 1;
