@@ -71,6 +71,12 @@ struct SendRequest {
     std::uint64_t put_from;
     std::uint64_t put_next;
     std::uint64_t put_remote;
+    // The communicator's context id and our rank in it, taken when the send
+    // starts: a request the application freed before its peer acknowledged
+    // everything lets go of its communicator (release_send_comm), which
+    // Open MPI may then destroy while frames are still being sent or resent.
+    std::uint32_t cid;
+    std::int32_t my_rank;
 };
 
 struct RecvRequest {

@@ -51,7 +51,16 @@ opal_class_t recv_request_class = {"pml_dr_recv_request_t",
                                    sizeof(RecvRequest)};
 
 void return_send(SendRequest* r) noexcept {
-    MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
+    mca_pml_base_request_t& b = r->base.req_base;
+    if (b.req_comm != nullptr) {
+        MCA_PML_BASE_SEND_REQUEST_FINI(&r->base);
+    } else {
+        // That macro but for the communicator, released already (send_free).
+        OMPI_REQUEST_FINI(&b.req_ompi);
+        if (b.req_count != 0)
+            OMPI_DATATYPE_RELEASE(b.req_datatype);
+        opal_convertor_cleanup(&b.req_convertor);
+    }
     opal_free_list_return(&state().send_requests, reinterpret_cast<opal_free_list_item_t*>(r));
 }
 void return_recv(RecvRequest* r) noexcept {
@@ -62,10 +71,22 @@ void return_recv(RecvRequest* r) noexcept {
 int send_free(ompi_request_t** request) noexcept {
     Guard g;
     auto* r = reinterpret_cast<SendRequest*>(*request);
-    if (!r->base.req_base.req_free_called) {
-        r->base.req_base.req_free_called = true;
-        if (r->base.req_base.req_pml_complete)
+    mca_pml_base_request_t& b = r->base.req_base;
+    if (!b.req_free_called) {
+        b.req_free_called = true;
+        if (b.req_pml_complete) {
             return_send(r);
+        } else if (b.req_comm != nullptr) {
+            // The application is done with it, but its frames wait for the
+            // peer's ACKs. Open MPI may destroy a communicator that requests
+            // still hold (ompi_comm_free of an intercommunicator dup marked
+            // OMPI_COMM_EXTRA_RETAIN releases it until it is gone;
+            // ompi_comm_finalize runs before del_procs drains the last
+            // ACKs): let go of it now. Nothing reads it from here on
+            // (start_send kept the context id and rank).
+            OBJ_RELEASE(b.req_comm);
+            b.req_comm = nullptr;
+        }
     }
     *request = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
@@ -119,6 +140,8 @@ void requests_fini() noexcept {
 }
 
 void reset_send_state(SendRequest* r) noexcept {
+    r->cid = 0;
+    r->my_rank = 0;
     r->peer = 0;
     r->endpoint = nullptr;
     r->wire_id = 0;
@@ -202,7 +225,7 @@ void send_mpi_complete(SendRequest* r, int error) noexcept {
     ompi_request_t* req = &r->base.req_base.req_ompi;
     if (REQUEST_COMPLETE(req))
         return;
-    req->req_status.MPI_SOURCE = r->base.req_base.req_comm->c_my_rank;
+    req->req_status.MPI_SOURCE = r->my_rank;
     req->req_status.MPI_TAG = r->base.req_base.req_tag;
     req->req_status.MPI_ERROR = error;
     req->req_status._ucount = r->base.req_bytes_packed;

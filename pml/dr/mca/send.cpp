@@ -162,8 +162,8 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
 core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t len,
                                std::uint32_t crc) noexcept {
     core::MatchFields m;
-    m.cid = r->base.req_base.req_comm->c_contextid;
-    m.src_rank = r->base.req_base.req_comm->c_my_rank;
+    m.cid = r->cid;
+    m.src_rank = r->my_rank;
     m.tag = r->base.req_base.req_tag;
     m.msg_seq = seq;
     m.payload_len = static_cast<std::uint32_t>(len);
@@ -444,6 +444,8 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
 int start_send(SendRequest* r) noexcept {
     State& s = state();
     mca_pml_base_request_t& b = r->base.req_base;
+    r->cid = b.req_comm->c_contextid;
+    r->my_rank = b.req_comm->c_my_rank;
     ompi_proc_t* proc = b.req_proc;
     r->endpoint = mca_bml_base_get_endpoint(proc);
     if (r->endpoint == nullptr || mca_bml_base_btl_array_get_size(&r->endpoint->btl_eager) == 0)
