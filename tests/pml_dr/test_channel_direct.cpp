@@ -27,8 +27,8 @@ struct Snapshot {
 };
 Snapshot snap(const Sender& s) {
     const PeerCounters& c = *s.ch.counters(kPeer);
-    return {s.ch.unacked(kPeer),  s.ch.unreleased(kPeer),  c.frames_sent,       c.bytes_sent,
-            c.frames_submitted,  s.ch.exact_deadline(), s.ch.next_seq(kPeer)};
+    return {s.ch.unacked(kPeer), s.ch.unreleased(kPeer), c.frames_sent,       c.bytes_sent,
+            c.frames_submitted,  s.ch.exact_deadline(),  s.ch.next_seq(kPeer)};
 }
 
 // ---------------------------------------------------------------- direct
@@ -95,7 +95,7 @@ TEST(ChannelDirect, ATransmissionNotDoneAtOnceOwesItsCompletion) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(s.ch.exact_deadline(), p.ack_timeout) << "nothing owed yet";
     s.ch.expect_completion(kPeer, kP1, FrameRef{r.seq, 3}, 0);
-    s.ch.expect_completion(kPeer, kP1, FrameRef{r.seq, 3}, 0);  // once only
+    s.ch.expect_completion(kPeer, kP1, FrameRef{r.seq, 3}, 0);   // once only
     s.ch.expect_completion(kPeer, kP1, FrameRef{r.seq, 99}, 0);  // not that frame
     EXPECT_EQ(s.ch.exact_deadline(), p.watchdog_timeout);
     s.ack(r.seq);
@@ -198,8 +198,8 @@ TEST(ChannelCarried, StaleIgnoredBogusCounted) {
     Sender s;
     for (FrameToken t = 1; t <= 4; ++t)
         s.submit(t);
-    s.ch.on_carried_ack(kPeer, kP1, 0, 0);  // nothing received yet: the initial value
-    s.ch.on_carried_ack(kPeer, kP1, 9, 0);  // beyond anything sent
+    s.ch.on_carried_ack(kPeer, kP1, 0, 0);             // nothing received yet: the initial value
+    s.ch.on_carried_ack(kPeer, kP1, 9, 0);             // beyond anything sent
     s.ch.on_carried_ack(kPeer, kP1, 0x7FFF'FFF0u, 0);  // far ahead
     const PeerCounters& c = *s.ch.counters(kPeer);
     EXPECT_EQ(c.bad_acks, 2u);
@@ -218,7 +218,7 @@ TEST(ChannelCarried, StartNearTheWrap) {
     Sender s(p);
     EXPECT_EQ(s.ch.ack_seq(kPeer), 0xFFFF'FFFDu) << "nothing received: first_seq - 1";
     for (FrameToken t = 1; t <= 4; ++t)
-        s.submit(t);  // seqs FFFFFFFE, FFFFFFFF, 1, 2
+        s.submit(t);                                   // seqs FFFFFFFE, FFFFFFFF, 1, 2
     s.ch.on_carried_ack(kPeer, kP1, 0xFFFF'FFFDu, 0);  // the initial value: nothing
     EXPECT_EQ(s.ch.counters(kPeer)->bad_acks, 0u);
     s.ch.on_carried_ack(kPeer, kP1, 2, 0);

@@ -601,9 +601,8 @@ bool NodeGlue::fresh(PeerId peer, std::uint32_t seq) const {
     return run->channel_of(rank).is_fresh(peer, seq);
 }
 void NodeGlue::on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) {
-    run->channel_of(rank).on_ack(peer, path,
-                                 AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask},
-                                 run->now());
+    run->channel_of(rank).on_ack(
+        peer, path, AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask}, run->now());
 }
 void NodeGlue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {
     run->channel_of(rank).on_carried_ack(peer, path, ack_seq, run->now());
@@ -674,14 +673,15 @@ TEST(PmlDrSim, MpiOrderSurvivesLossCorruptionDuplicationAndALinkDying) {
     // Traffic both ways: data frames carried acknowledgements, in place of ACK frames.
     EXPECT_GT(total.carried_acks, 0u);
     EXPECT_GT(total.acks_carried, 0u);
-    std::printf("lossy: messages %llu, retransmits %llu, nacks %llu, failovers %llu, "
-                "carried acks applied %llu, ACK frames saved %llu\n",
-                static_cast<unsigned long long>(total.messages),
-                static_cast<unsigned long long>(total.retransmits),
-                static_cast<unsigned long long>(total.nacks),
-                static_cast<unsigned long long>(total.failovers),
-                static_cast<unsigned long long>(total.carried_acks),
-                static_cast<unsigned long long>(total.acks_carried));
+    std::printf(
+        "lossy: messages %llu, retransmits %llu, nacks %llu, failovers %llu, "
+        "carried acks applied %llu, ACK frames saved %llu\n",
+        static_cast<unsigned long long>(total.messages),
+        static_cast<unsigned long long>(total.retransmits),
+        static_cast<unsigned long long>(total.nacks),
+        static_cast<unsigned long long>(total.failovers),
+        static_cast<unsigned long long>(total.carried_acks),
+        static_cast<unsigned long long>(total.acks_carried));
 }
 
 }  // namespace

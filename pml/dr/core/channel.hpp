@@ -214,8 +214,8 @@ struct PeerCounters {
     std::uint64_t acks_received = 0;
     std::uint64_t carried_acks = 0;  // ack_seqs of the peer's data frames that acked something
     std::uint64_t dup_acks = 0;      // valid but acknowledging nothing new
-    std::uint64_t stale_acks = 0;  // cum_seq below one already seen (reordered)
-    std::uint64_t bad_acks = 0;    // acknowledging seqs never sent, misaligned sack_base
+    std::uint64_t stale_acks = 0;    // cum_seq below one already seen (reordered)
+    std::uint64_t bad_acks = 0;      // acknowledging seqs never sent, misaligned sack_base
     std::uint64_t nacks_received = 0;
     std::uint64_t stale_nacks = 0;  // for frames no longer unacknowledged
     std::uint64_t ack_timeouts = 0;
@@ -233,7 +233,7 @@ struct PeerCounters {
     std::uint64_t acks_sent = 0;
     std::uint64_t acks_carried = 0;  // ACKs made unnecessary by a data frame's ack_seq
     std::uint64_t acks_unsent = 0;   // no usable path to send an ACK on
-    std::uint64_t nacks_sent = 0;   // damaged arrivals reported at once
+    std::uint64_t nacks_sent = 0;    // damaged arrivals reported at once
 };
 
 class ChannelOutput {

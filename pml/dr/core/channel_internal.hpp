@@ -89,7 +89,7 @@ struct ReliableChannel::Peer {
     std::vector<std::uint32_t> dirty;    // vfrag ids with arrivals since the last ACK
     unsigned rx_unacked = 0;             // deliveries since the last ACK
     Micros ack_due = kNever;
-    PathId ack_path = kAnyPath;     // where the latest data came from
+    PathId ack_path = kAnyPath;       // where the latest data came from
     std::uint8_t ack_slot = kNoSlot;  // its slot (paths never move once added)
 };
 
@@ -176,8 +176,8 @@ struct ReliableChannel::Ops {
 
     static void leave_path(Peer& p, std::uint8_t slot) noexcept;
     static bool window_room(Ch& ch, Peer& p);
-    static std::uint32_t add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token,
-                                   Micros now, std::size_t bytes, bool owed);
+    static std::uint32_t add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token, Micros now,
+                                   std::size_t bytes, bool owed);
     static void move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now);
     static bool transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
                          bool retransmit);

@@ -313,9 +313,8 @@ void ReliableChannel::Ops::watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, 
 // ---------------------------------------------------------------- public API
 
 // A new frame in the window, transmitted on `slot` (submit, submit_on).
-std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot,
-                                              FrameToken token, Micros now, std::size_t bytes,
-                                              bool owed) {
+std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token,
+                                              Micros now, std::size_t bytes, bool owed) {
     const std::uint32_t seq = p.next_seq;
     p.next_seq = seq_after(seq);
     TxFrame& f = tx(ch, p, seq);
@@ -550,8 +549,7 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
     Ops::apply_ack(*this, *p, a, now);
 }
 
-void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq,
-                                     Micros now) {
+void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq, Micros now) {
     (void)path;
     Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead || !seq_gt(ack_seq, p->carried))
@@ -603,8 +601,7 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
         if (pa.state == PathState::Failed)
             continue;
         pa.ack_retries = 0;
-        pa.ack_deadline =
-            pa.outstanding > 0 ? add_saturating(now, ch.params_.ack_timeout) : kNever;
+        pa.ack_deadline = pa.outstanding > 0 ? add_saturating(now, ch.params_.ack_timeout) : kNever;
         refresh(ch, p, pa, "ack progress");
     }
     // NACK: holes below the highest seq this ACK acknowledged, resent when a

@@ -199,8 +199,7 @@ class Engine {
 
     // The common case in one pass: an intact MATCH from a known peer, checked
     // by decode_match(). False (nothing touched): dispatch() decides.
-    bool on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sink,
-                        std::uint64_t path);
+    bool on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path);
     // The peer with this name (nullptr: unknown). Peers of the first job seen
     // (the usual case: one job) are found by vpid without hashing.
     [[nodiscard]] const PeerId* lookup(const PeerName& name) const noexcept {

@@ -160,8 +160,8 @@ Result<std::size_t> encode_fixed(std::span<std::uint8_t> out, Fill&& fill) noexc
 
 }  // namespace
 
-Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
-                   std::uint32_t ack_seq, std::uint16_t add_flags) noexcept {
+Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq, std::uint32_t ack_seq,
+                   std::uint16_t add_flags) noexcept {
     if (header.size() < kCommonHeaderSize)
         return fail(ErrorCode::Truncated, "shorter than common header");
     const std::size_t hsize = header_size(static_cast<FrameType>(header[1]));

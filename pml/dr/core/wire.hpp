@@ -212,8 +212,8 @@ Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcep
 // ack_seq and extra flags (only kFlagRetransmit and kFlagAckNow; anything
 // else is BadField and nothing is written) and reseals its CRC. The frame
 // is built once and its seq is known only when the channel transmits it.
-Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq,
-                   std::uint32_t ack_seq, std::uint16_t add_flags) noexcept;
+Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq, std::uint32_t ack_seq,
+                   std::uint16_t add_flags) noexcept;
 
 // The ack_seq an encoded header carries (0 if shorter than the common header).
 std::uint32_t ack_seq_of(std::span<const std::uint8_t> header) noexcept;

@@ -187,9 +187,9 @@ TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool 
     // Before the BTL is asked: it may complete the descriptor inside its send.
     const auto owe = [sf, path, &owed]() noexcept {
         if (!owed)
-            chan().expect_completion(
-                sf->peer, path, FrameRef{sf->seq, reinterpret_cast<core::FrameToken>(sf)},
-                g_rel.now);
+            chan().expect_completion(sf->peer, path,
+                                     FrameRef{sf->seq, reinterpret_cast<core::FrameToken>(sf)},
+                                     g_rel.now);
         owed = true;
     };
     if (bb == nullptr || fail_btl_hit(btl)) {

@@ -334,9 +334,9 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     // The receiver releases the handle's bytes like eager data: charge them.
     (void)state().engine->try_charge_eager(r->peer, hlen, true);
     core::RndvHdr h;
-    h.common = make_common(r->peer,
-                           static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
-                                                      (sync ? core::kFlagSync : 0)));
+    h.common =
+        make_common(r->peer, static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
+                                                        (sync ? core::kFlagSync : 0)));
     h.match =
         match_fields(r, seq, hlen, plugin::common::crc32c(base + core::kRndvHeaderSize, hlen));
     h.msg_len = r->base.req_bytes_packed;
