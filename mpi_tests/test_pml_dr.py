@@ -43,6 +43,15 @@ def test_thread_multiple(mpi, btl):
     expect(mpi.run("threads", np=3, mca=dr(btl)), "threads ok")
 
 
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["self,vader", "self,tcp"])
+def test_thread_multiple_probes_one_way(mpi, btl):
+    # The receiver's ACKs ride on its timer while threads spin in progress:
+    # the timer's callback and a poll of it under the PML's lock deadlocked
+    # (MPICH threads/pt2pt/mt_mprobe_* over tcp; the peer was declared dead).
+    expect(mpi.run("threads_probe", np=2, mca=dr(btl)), "threads_probe ok")
+
+
 @pytest.mark.mpi_timeout(180)
 @pytest.mark.parametrize("btl", ["self,vader", "self,vader,tcp"])
 def test_onesided_and_io(mpi, btl, tmp_path):

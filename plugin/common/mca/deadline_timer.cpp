@@ -31,7 +31,7 @@ void DeadlineTimer::init(Callback on_fire, event_base* base) noexcept {
 
 void DeadlineTimer::shutdown() noexcept {
     if (ev_ != nullptr) {
-        opal_event_evtimer_del(ev_);
+        opal_event_evtimer_del(ev_);  // waits for a callback still running: no lock may be held
         opal_event_free(ev_);
         ev_ = nullptr;
     }
@@ -39,9 +39,9 @@ void DeadlineTimer::shutdown() noexcept {
 }
 
 void DeadlineTimer::arm(Micros deadline, Micros now) noexcept {
-    if (deadline == kNever || deadline >= armed_for_)
+    if (deadline == kNever || deadline >= armed_for_.load(std::memory_order_relaxed))
         return;
-    armed_for_ = deadline;
+    armed_for_.store(deadline, std::memory_order_relaxed);
     if (ev_ == nullptr)
         return;  // polling only
     const Micros delay = deadline > now ? deadline - now : 0;
@@ -52,7 +52,8 @@ void DeadlineTimer::arm(Micros deadline, Micros now) noexcept {
 }
 
 void DeadlineTimer::poll(Micros now) noexcept {
-    if (armed_for_ != kNever && now >= armed_for_)
+    const Micros due = armed_for_.load(std::memory_order_relaxed);
+    if (due != kNever && now >= due)
         fire(now);
 }
 
@@ -61,9 +62,9 @@ void DeadlineTimer::trampoline(int, short, void* arg) noexcept {
     const Micros now = monotonic_now();
     // libevent may wake us a little early (its clock is cached/coarse):
     // a core must never see its deadline fire before it is due.
-    if (self->armed_for_ != kNever && now < self->armed_for_) {
-        const Micros deadline = self->armed_for_;
-        self->armed_for_ = kNever;
+    const Micros deadline = self->armed_for_.load(std::memory_order_relaxed);
+    if (deadline != kNever && now < deadline) {
+        self->armed_for_.store(kNever, std::memory_order_relaxed);
         self->arm(deadline, now);
         return;
     }
@@ -71,9 +72,13 @@ void DeadlineTimer::trampoline(int, short, void* arg) noexcept {
 }
 
 void DeadlineTimer::fire(Micros now) noexcept {
-    armed_for_ = kNever;
+    armed_for_.store(kNever, std::memory_order_relaxed);
+    // Not event_del(): with threads, it waits for the callback if the event
+    // loop runs it in another thread right now - and that callback waits for
+    // the lock our caller holds (a deadlock seen under MPI_THREAD_MULTIPLE
+    // over tcp). A firing that is already under way then runs for nothing.
     if (ev_ != nullptr)
-        opal_event_evtimer_del(ev_);
+        event_del_noblock(ev_);
     if (on_fire_)
         on_fire_(now);
 }

@@ -4,6 +4,7 @@
 // event fires, the core finds nothing due, the glue re-arms), so arming is
 // cheap on the hot path.
 #pragma once
+#include <atomic>
 #include <functional>
 
 #include "time.hpp"
@@ -31,7 +32,9 @@ class DeadlineTimer {
 
     // Make sure the callback runs at or soon after `deadline` (kNever: no-op).
     void arm(Micros deadline, Micros now) noexcept;
-    [[nodiscard]] Micros armed_for() const noexcept { return armed_for_; }
+    [[nodiscard]] Micros armed_for() const noexcept {
+        return armed_for_.load(std::memory_order_relaxed);
+    }
 
     // Polling path for progress loops: fires the callback when due.
     void poll(Micros now) noexcept;
@@ -42,7 +45,11 @@ class DeadlineTimer {
 
     Callback on_fire_;
     event* ev_ = nullptr;
-    Micros armed_for_ = kNever;
+    // Written by the caller (under its lock) and by the event loop's thread
+    // (the trampoline, without it): a lost race costs at most a spurious or
+    // early firing, which the callback tolerates (it looks at the core's
+    // real deadlines), never a missed one the caller's polling would not catch.
+    std::atomic<Micros> armed_for_{kNever};
 };
 
 }  // namespace plugin::common
