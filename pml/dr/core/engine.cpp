@@ -221,15 +221,17 @@ bool Engine::on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sin
         return false;
     ++rx_.frames;
     rx_.bytes += frame.size();
-    if (gate_ != nullptr) {
-        gate_->on_carried_ack(*peer, path, h.common.ack_seq);
-        if (!gate_->admit(*peer, path, h.common, frame.size())) {
-            ++rx_.not_admitted;
-            return true;
-        }
-    }
-    on_match_or_rndv(*peer, h.match, nullptr, h.common.flags, payload, frame, sink, path);
+    if (gate_ == nullptr || pass_gate(*peer, path, h.common, frame.size()))
+        on_match_or_rndv(*peer, h.match, nullptr, h.common.flags, payload, frame, sink, path);
     return true;
+}
+
+bool Engine::pass_gate(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
+    gate_->on_carried_ack(peer, path, c.ack_seq);  // true even when the frame is a duplicate
+    if (gate_->admit(peer, path, c, bytes))
+        return true;
+    ++rx_.not_admitted;
+    return false;
 }
 
 void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
@@ -281,13 +283,8 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
                 return;
             }
             // Placed before the gate spoke: a duplicate wrote the same bytes again.
-            if (gate_ != nullptr && gated) {
-                gate_->on_carried_ack(*known, path, c.ack_seq);
-                if (!gate_->admit(*known, path, c, frame.size())) {
-                    ++rx_.not_admitted;
-                    return;
-                }
-            }
+            if (gate_ != nullptr && gated && !pass_gate(*known, path, c, frame.size()))
+                return;
             sink.on_frag_placed(entry.handle, *known, frag->offset, decoded->payload.size());
             return;
         }
@@ -307,11 +304,8 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
             gate_->on_nack(peer, path, nack->seq);
             return;
         }
-        gate_->on_carried_ack(peer, path, c.ack_seq);
-        if (!gate_->admit(peer, path, c, frame.size())) {
-            ++rx_.not_admitted;
+        if (!pass_gate(peer, path, c, frame.size()))
             return;
-        }
     }
     const auto payload = decoded->payload;
     if (const auto* m = std::get_if<MatchHdr>(&decoded->header)) {

@@ -200,6 +200,9 @@ class Engine {
     // The common case in one pass: an intact MATCH from a known peer, checked
     // by decode_match(). False (nothing touched): dispatch() decides.
     bool on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path);
+    // A sequenced frame through the gate: its carried ack_seq, then whether
+    // it is admitted (a refusal is counted).
+    bool pass_gate(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes);
     // The peer with this name (nullptr: unknown). Peers of the first job seen
     // (the usual case: one job) are found by vpid without hashing.
     [[nodiscard]] const PeerId* lookup(const PeerName& name) const noexcept {
