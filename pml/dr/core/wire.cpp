@@ -32,9 +32,10 @@ class FixedWriter {
     // Fields are gathered into 64-bit words that are stored whole: the
     // header CRC then reads back exactly what was stored (an 8-byte load of
     // bytes written by narrower stores waits for them to reach the cache).
-    // Everything here folds into constants once inlined.
+    // Everything here folds into constants once inlined, which is forced:
+    // LTO at -O3 otherwise makes put() a call per field, the cursor in memory.
     template <std::unsigned_integral T>
-    void put(T v) noexcept {
+    [[gnu::always_inline]] void put(T v) noexcept {
         v = plugin::common::to_big_endian(v);
         if constexpr (std::endian::native != std::endian::little) {
             std::memcpy(p_ + at_, &v, sizeof v);  // fill_ stays 0
@@ -53,7 +54,7 @@ class FixedWriter {
         }
     }
     // Stores what is left of the last word; returns the size written.
-    std::size_t finish() noexcept {
+    [[gnu::always_inline]] std::size_t finish() noexcept {
         if constexpr (std::endian::native == std::endian::little)
             if (fill_ > 0)
                 std::memcpy(p_ + at_, &acc_, fill_);
@@ -61,7 +62,7 @@ class FixedWriter {
     }
 
   private:
-    void store_word() noexcept {
+    [[gnu::always_inline]] void store_word() noexcept {
         std::memcpy(p_ + at_, &acc_, 8);
         at_ += 8;
     }
@@ -76,14 +77,14 @@ class FixedReader {
   public:
     explicit FixedReader(const std::uint8_t* p) noexcept : p_(p) {}
     template <std::unsigned_integral T>
-    T get() noexcept {
+    [[gnu::always_inline]] T get() noexcept {
         T v;
         std::memcpy(&v, p_ + at_, sizeof v);
         at_ += sizeof v;
         return plugin::common::to_big_endian(v);
     }
-    std::uint32_t u32() noexcept { return get<std::uint32_t>(); }
-    std::uint64_t u64() noexcept { return get<std::uint64_t>(); }
+    [[gnu::always_inline]] std::uint32_t u32() noexcept { return get<std::uint32_t>(); }
+    [[gnu::always_inline]] std::uint64_t u64() noexcept { return get<std::uint64_t>(); }
 
   private:
     const std::uint8_t* p_;
@@ -148,7 +149,8 @@ void put_be32(std::uint8_t* p, std::uint32_t v) noexcept {
 
 // Encodes header type T of size N into out: the fields, then the CRC.
 template <std::size_t N, typename Fill>
-Result<std::size_t> encode_fixed(std::span<std::uint8_t> out, Fill&& fill) noexcept {
+[[gnu::always_inline]] inline Result<std::size_t> encode_fixed(std::span<std::uint8_t> out,
+                                                               Fill&& fill) noexcept {
     if (out.size() < N)
         return fail(ErrorCode::NoSpace, "encode buffer too small");
     FixedWriter w(out.data());
@@ -222,7 +224,7 @@ bool decode_match(std::span<const std::uint8_t> frame, MatchHdr& out) noexcept {
 namespace {
 
 // reserved_ok: false when the reserved u16 is not zero.
-MatchFields get_match(FixedReader& r, bool& reserved_ok) noexcept {
+[[gnu::always_inline]] inline MatchFields get_match(FixedReader& r, bool& reserved_ok) noexcept {
     MatchFields m;
     m.cid = r.u32();
     m.src_rank = static_cast<std::int32_t>(r.u32());
