@@ -137,6 +137,20 @@ def test_long_messages_are_put_over_a_single_tcp_path(mpi):
     assert c.get("rput_fallbacks", 0) == 0, c
 
 
+@pytest.mark.mpi_timeout(120)
+def test_long_messages_are_acknowledged_by_their_cts(mpi):
+    """A long message over vader's single-copy get asks for no ACK frame of
+    its own: the CTS that ends it carries the RNDV's acknowledgement (ack_seq).
+    With one ACK frame per RNDV the 200 messages cost >= 200 ACK frames (and
+    12% of the bandwidth at 64 KiB); an RNDV that waits unmatched longer than
+    pml_dr_ack_delay is still acked by one, hence the margin."""
+    mca = dr("self,vader", pml_dr_csum="never", pml_dr_stats=1)
+    c = expect_ok(mpi.run("rail_transfer", np=2, mca=mca, args=[100, 1 << 20]), "RAIL_TRANSFER OK")
+    assert c.get("sent", 0) >= 400, c  # 200 RNDVs and 200 CTSs at least
+    assert c.get("acks_sent", 0) < 100, c
+    assert c.get("retransmits", 0) == 0, c
+
+
 @pytest.mark.mpi_timeout(240)
 def test_puts_survive_lost_and_duplicated_frames(mpi):
     """The PUT and PUT-done frames are lost and duplicated like any other

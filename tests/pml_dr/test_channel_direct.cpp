@@ -194,6 +194,24 @@ TEST(ChannelCarried, FlushAcksAndRemovePeerSettle) {
     EXPECT_EQ(s.out.abandoned_tokens, (std::vector<FrameToken>{4}));
 }
 
+TEST(ChannelCarried, SettleCarriedAppliesAtOnce) {
+    ChannelParams p = test_params();
+    p.ack_every = 1000;
+    Sender s(p);
+    s.ch.settle_carried(kPeer);      // nothing carried yet: nothing happens
+    s.ch.settle_carried(kPeer + 7);  // unknown peer: ignored
+    for (FrameToken t = 1; t <= 3; ++t)
+        s.submit(t);
+    s.ch.on_carried_ack(kPeer, kP1, 2, 0);
+    EXPECT_TRUE(s.out.acked_tokens.empty());
+    s.ch.settle_carried(kPeer);  // a CTS that acknowledged the RNDV arrived
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1, 2}));
+    EXPECT_EQ(s.ch.counters(kPeer)->carried_acks, 1u);
+    s.ch.settle_carried(kPeer);
+    EXPECT_EQ(s.ch.counters(kPeer)->carried_acks, 1u) << "settled once";
+    EXPECT_EQ(s.ch.unacked(kPeer), 1u);
+}
+
 TEST(ChannelCarried, StaleIgnoredBogusCounted) {
     Sender s;
     for (FrameToken t = 1; t <= 4; ++t)

@@ -313,6 +313,9 @@ class ReliableChannel {
     // anything that depends on it: timers, a full window, path failure,
     // flush_acks(), remove_peer().
     void on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq, Micros now);
+    // Applies now what the peer's carried acks acknowledged: a request is
+    // about to wait on it (the CTS that answered its RNDV acknowledged it).
+    void settle_carried(PeerId peer);
     // The peer got our frame `seq` damaged: resend it now (if still unacked).
     void on_nack(PeerId peer, PathId path, std::uint32_t seq, Micros now);
 

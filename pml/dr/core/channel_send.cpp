@@ -569,6 +569,11 @@ void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack
         Ops::settle(*this, *p);
 }
 
+void ReliableChannel::settle_carried(PeerId peer) {
+    if (Peer* p = find(peer))
+        Ops::settle(*this, *p);
+}
+
 void ReliableChannel::Ops::settle(Ch& ch, Peer& p) {
     if (p.state != PeerState::Alive || !seq_gt(p.carried, p.cum_acked))
         return;

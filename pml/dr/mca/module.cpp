@@ -17,7 +17,10 @@ class Sink final : public core::EngineSink {
                   std::span<const std::uint8_t> eager) override {
         handle_match(from_handle<RecvRequest>(recv), info, eager);
     }
-    void on_cts(core::Handle send, core::PeerId, const core::CtsHdr& cts) override {
+    void on_cts(core::Handle send, core::PeerId peer, const core::CtsHdr& cts) override {
+        // The CTS acknowledged the RNDV (its ack_seq), which was sent without
+        // asking for an ACK frame of its own: the request may wait only on that.
+        settle_carried_acks(peer);
         handle_cts(from_handle<SendRequest>(send), cts);
     }
     void on_put(core::Handle send, core::PeerId, const core::PutHdr& put,

@@ -553,6 +553,10 @@ std::uint32_t ack_seq_for(PeerId peer) noexcept {
     return chan().ack_seq(peer);
 }
 
+void settle_carried_acks(PeerId peer) noexcept {
+    chan().settle_carried(peer);
+}
+
 std::size_t live_paths(PeerId peer) noexcept {
     return chan().live_paths(peer);
 }

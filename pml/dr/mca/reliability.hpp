@@ -84,6 +84,9 @@ std::size_t live_paths(core::PeerId peer) noexcept;
 std::uint32_t next_seq(core::PeerId peer) noexcept;
 // The ack_seq a frame to `peer` carries now.
 std::uint32_t ack_seq_for(core::PeerId peer) noexcept;
+// Releases now the frames the peer's carried acks acknowledged (normally
+// batched), before a request checks whether it waits on them.
+void settle_carried_acks(core::PeerId peer) noexcept;
 // Largest frame / eager frame every path to `peer` can carry, so that a frame
 // built for one BTL can be resent on any other.
 std::size_t frame_cap(core::PeerId peer) noexcept;

@@ -173,8 +173,9 @@ core::MatchFields match_fields(SendRequest* r, std::uint16_t seq, std::size_t le
 
 void schedule_frags(SendRequest* r) noexcept {
     // A frame may be released from inside the loop (an ACK processed while
-    // the BTL sends); frame_released must not re-enter it.
-    if (r->scheduling)
+    // the BTL sends); frame_released must not re-enter it. Nothing left to
+    // send (every RGET, every release after the last FRAG): nothing to weigh.
+    if (r->scheduling || r->failed || r->bytes_scheduled >= r->bytes_target)
         return;
     r->scheduling = true;
     const unsigned window = state().config.pipeline_depth * state().config.vfrag_frags;
@@ -345,7 +346,7 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     (void)core::encode(h, std::span<std::uint8_t>(base, core::kRndvHeaderSize));
     FrameOpts opts;
     opts.copy = true;  // small, and the handle is not in the user's buffer
-    opts.ack_now = true;
+    // No ACK frame asked for: the CTS that ends the send carries its ack.
     const int rc = post_data_frame(r, bb, des, core::kRndvHeaderSize + hlen, core::kRndvHeaderSize,
                                    0, hlen, opts);
     if (rc != OMPI_SUCCESS)
@@ -423,8 +424,10 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const std::uint64_t wire_id = r->wire_id;
     const std::uint16_t flags = static_cast<std::uint16_t>(
         (sync ? core::kFlagSync : 0) | (starved ? core::kFlagCreditStarved : 0));
+    // No ACK frame asked for: the request waits for the CTS (or PUT), whose
+    // ack_seq acknowledges the RNDV once matched; an unmatched RNDV is acked
+    // after pml_dr_ack_delay.
     FrameOpts opts;
-    opts.ack_now = true;  // the request completes only once the peer has it
     const int rc = send_data_frame(
         r, bb, core::kRndvHeaderSize, 0, first, opts,
         [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
