@@ -70,19 +70,6 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
     }
 }
 
-// Moves the handles of every id in `table` bound to `peer` into `out`.
-void Engine::take_bound_to(std::unordered_map<std::uint64_t, ReqEntry>& table, PeerId peer,
-                           std::vector<Handle>& out) {
-    for (auto it = table.begin(); it != table.end();) {
-        if (it->second.peer == peer) {
-            out.push_back(it->second.handle);
-            it = table.erase(it);
-        } else {
-            ++it;
-        }
-    }
-}
-
 PeerWaiters Engine::fail_peer(PeerId peer) {
     PeerWaiters w;
     for (auto& c : comms_) {
@@ -92,8 +79,8 @@ PeerWaiters Engine::fail_peer(PeerId peer) {
             if (c->remote[r] == peer)
                 c->matcher.take_posted_from(static_cast<std::int32_t>(r), w.posted_recvs);
     }
-    take_bound_to(recvs_, peer, w.active_recvs);
-    take_bound_to(sends_, peer, w.sends);
+    recvs_.take_bound_to(peer, w.active_recvs);
+    sends_.take_bound_to(peer, w.sends);
     return w;
 }
 
@@ -174,15 +161,11 @@ void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, Engin
 }
 
 std::uint64_t Engine::register_send(Handle send, PeerId peer) {
-    const std::uint64_t id = next_req_id_++;
-    sends_.emplace(id, ReqEntry{send, peer, 0});
-    return id;
+    return sends_.add(ReqEntry{send, peer, 0});
 }
 
 std::uint64_t Engine::register_recv(Handle recv, PeerId peer, std::uint64_t want_len) {
-    const std::uint64_t id = next_req_id_++;
-    recvs_.emplace(id, ReqEntry{recv, peer, want_len});
-    return id;
+    return recvs_.add(ReqEntry{recv, peer, want_len});
 }
 
 void Engine::count_decode_error(const plugin::common::Error& e) noexcept {
@@ -254,11 +237,10 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     const ReqEntry* target = nullptr;
     if (has_crc && frag != nullptr && known != nullptr &&
         (gate_ == nullptr || !gated || gate_->fresh(*known, c.frame_seq))) {
-        auto it = recvs_.find(frag->recv_req);
-        if (it != recvs_.end() && it->second.peer == *known &&
-            frag->offset <= it->second.want_len &&
-            decoded->payload.size() <= it->second.want_len - frag->offset)
-            target = &it->second;
+        const ReqEntry* e = recvs_.find(frag->recv_req);
+        if (e != nullptr && e->peer == *known && frag->offset <= e->want_len &&
+            decoded->payload.size() <= e->want_len - frag->offset)
+            target = e;
     }
     const auto payload_intact = [&] {
         return plugin::common::crc32c(decoded->payload) == want_crc;
@@ -313,40 +295,40 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     } else if (const auto* r = std::get_if<RndvHdr>(&decoded->header)) {
         on_match_or_rndv(peer, r->match, r, c.flags, payload, frame, sink, path);
     } else if (const auto* cts = std::get_if<CtsHdr>(&decoded->header)) {
-        auto it = sends_.find(cts->send_req);
-        if (it == sends_.end() || it->second.peer != peer) {
+        const ReqEntry* e = sends_.find(cts->send_req);
+        if (e == nullptr || e->peer != peer) {
             ++rx_.unknown_request;
             return;
         }
-        sink.on_cts(it->second.handle, peer, *cts);
+        sink.on_cts(e->handle, peer, *cts);
     } else if (const auto* put = std::get_if<PutHdr>(&decoded->header)) {
-        auto it = sends_.find(put->send_req);
-        if (it == sends_.end() || it->second.peer != peer) {
+        const ReqEntry* e = sends_.find(put->send_req);
+        if (e == nullptr || e->peer != peer) {
             ++rx_.unknown_request;
             return;
         }
-        sink.on_put(it->second.handle, peer, *put, path);
+        sink.on_put(e->handle, peer, *put, path);
     } else if (const auto* f = std::get_if<FragHdr>(&decoded->header)) {
-        auto it = recvs_.find(f->recv_req);
-        if (it == recvs_.end() || it->second.peer != peer) {
+        const ReqEntry* e = recvs_.find(f->recv_req);
+        if (e == nullptr || e->peer != peer) {
             ++rx_.unknown_request;
             return;
         }
         if ((c.flags & kFlagPutDone) != 0) {
-            if (f->offset != it->second.want_len) {
+            if (f->offset != e->want_len) {
                 ++rx_.decode_errors;
                 logf(log_, LogLevel::Debug, "dropped PUT-done short of the accepted length");
                 return;
             }
-            sink.on_put_done(it->second.handle, peer, path);
+            sink.on_put_done(e->handle, peer, path);
             return;
         }
-        if (f->offset > it->second.want_len || payload.size() > it->second.want_len - f->offset) {
+        if (f->offset > e->want_len || payload.size() > e->want_len - f->offset) {
             ++rx_.decode_errors;
             logf(log_, LogLevel::Debug, "dropped FRAG beyond the accepted length");
             return;
         }
-        sink.on_frag(it->second.handle, peer, f->offset, payload);
+        sink.on_frag(e->handle, peer, f->offset, payload);
     } else if (const auto* cr = std::get_if<CreditHdr>(&decoded->header)) {
         PeerFlow& fl = flow_[peer];
         if (cr->released_total > fl.eager_sent) {

@@ -17,6 +17,7 @@
 #include "log.hpp"
 #include "matching.hpp"
 #include "proc_name.hpp"
+#include "request_table.hpp"
 #include "wire.hpp"
 
 namespace pml::dr::core {
@@ -161,8 +162,8 @@ class Engine {
     // --- request ids for rendezvous traffic
     std::uint64_t register_send(Handle send, PeerId peer);
     std::uint64_t register_recv(Handle recv, PeerId peer, std::uint64_t want_len);
-    void release_send(std::uint64_t id) noexcept { sends_.erase(id); }
-    void release_recv(std::uint64_t id) noexcept { recvs_.erase(id); }
+    void release_send(std::uint64_t id) noexcept { sends_.remove(id); }
+    void release_recv(std::uint64_t id) noexcept { recvs_.remove(id); }
 
     // --- arriving frames (one BTL segment, header + payload contiguous).
     // path: the glue's opaque id of the BTL the frame came on.
@@ -175,11 +176,7 @@ class Engine {
     [[nodiscard]] const Config& config() const noexcept { return config_; }
 
   private:
-    struct ReqEntry {
-        Handle handle;
-        PeerId peer;
-        std::uint64_t want_len;
-    };
+    using ReqEntry = RequestTable::Entry;
     struct NameHash {
         std::size_t operator()(const PeerName& n) const noexcept {
             return (static_cast<std::size_t>(n.jobid) << 32) ^ n.vpid;
@@ -218,8 +215,6 @@ class Engine {
     // on_frame; gated false for frames the gate already admitted (parked ones).
     void dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
                   bool gated);
-    static void take_bound_to(std::unordered_map<std::uint64_t, ReqEntry>& table, PeerId peer,
-                              std::vector<Handle>& out);
     void payload_damaged(const Common& c, const PeerId* peer, std::uint64_t path, bool gated);
     void count_decode_error(const plugin::common::Error& e) noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
@@ -243,9 +238,8 @@ class Engine {
     [[nodiscard]] Comm* find_comm(std::uint32_t cid) const noexcept {
         return cid < comms_.size() ? comms_[cid].get() : nullptr;
     }
-    std::unordered_map<std::uint64_t, ReqEntry> sends_;
-    std::unordered_map<std::uint64_t, ReqEntry> recvs_;
-    std::uint64_t next_req_id_ = 1;
+    RequestTable sends_{0};
+    RequestTable recvs_{1};
     std::vector<Parked> parked_;
     std::size_t parked_bytes_ = 0;
     std::size_t held_bytes_ = 0;

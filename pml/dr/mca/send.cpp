@@ -506,21 +506,36 @@ void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept {
     check_send_done(r);
 }
 
+namespace {
+
+// One attempt at a control frame; false: the window is full. It goes
+// straight onto the peer's next usable eager BTL, as data frames do (the
+// channel picks a path itself when there is none).
+bool try_send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept {
+    const State& s = state();
+    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    StoredFrame* sf = new_frame(peer);
+    sf->bytes.assign(frame.begin(), frame.end());
+    const int rc = ep != nullptr && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0
+                       ? submit_direct(sf, next_usable(&ep->btl_eager, peer))
+                       : submit_frame(sf, nullptr);
+    if (rc == OMPI_ERR_OUT_OF_RESOURCE)
+        return false;
+    if (rc != OMPI_SUCCESS)
+        plugin::common::logf(*s.log, plugin::common::LogLevel::Debug,
+                             "control frame to peer %u dropped: peer unreachable", peer);
+    return true;
+}
+
+}  // namespace
+
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept {
-    // The channel sends it on any live path; a full window waits for progress.
-    auto attempt = [peer, bytes = std::vector<std::uint8_t>(frame.begin(), frame.end())]() -> bool {
-        StoredFrame* sf = new_frame(peer);
-        sf->bytes = bytes;
-        const int rc = submit_frame(sf, nullptr);
-        if (rc == OMPI_ERR_OUT_OF_RESOURCE)
-            return false;
-        if (rc != OMPI_SUCCESS)
-            plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
-                                 "control frame to peer %u dropped: peer unreachable", peer);
-        return true;
-    };
-    if (!attempt())
-        defer(nullptr, std::move(attempt));
+    // A full window waits for progress, with a copy of the frame.
+    if (!try_send_control(peer, frame))
+        defer(nullptr, [peer, bytes = std::vector<std::uint8_t>(frame.begin(), frame.end())] {
+            return try_send_control(peer, bytes);
+        });
 }
 
 }  // namespace pml::dr::mca
