@@ -67,6 +67,16 @@ def test_communicators_freed_while_frames_wait_for_acks(mpi, btl):
     expect(mpi.run("comm_lifetime", np=4, mca=dr(btl), args=[200]), "COMM_LIFETIME OK")
 
 
+@pytest.mark.mpi_timeout(60)
+@pytest.mark.parametrize("btl", ["self,vader", "self,tcp"])
+def test_completed_sends_arrive_while_the_sender_stays_out_of_mpi(mpi, btl):
+    # An eager send completes once a BTL has its data, as with ob1: tcp
+    # queues frames while its socket is full, and only the sender's progress
+    # moves them (the previous build hung here every time over tcp, as in
+    # MPICH's rma/mutex_bench_shm).
+    expect(mpi.run("send_then_spin", np=2, mca=dr(btl)), "SEND_THEN_SPIN OK")
+
+
 @pytest.mark.mpi_timeout(180)
 @pytest.mark.parametrize("btl", ["self,vader", "self,tcp"])
 def test_demo_program(mpi, btl):

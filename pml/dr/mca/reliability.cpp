@@ -135,6 +135,14 @@ void destroy_if_done(StoredFrame* sf) noexcept {
         frame_released(owner, ok);
 }
 
+void handed_over(StoredFrame* sf) noexcept {
+    sf->handed = true;
+    if (SendRequest* r = sf->mpi_waiter) {
+        sf->mpi_waiter = nullptr;
+        send_mpi_complete(r, OMPI_SUCCESS);
+    }
+}
+
 void local_complete(StoredFrame* sf, PathId path, bool ok) noexcept {
     chan().on_local_complete(
         sf->peer, path, FrameRef{sf->seq, reinterpret_cast<core::FrameToken>(sf)}, ok, g_rel.now);
@@ -146,6 +154,8 @@ void frame_sent(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t*,
     auto* sf = static_cast<StoredFrame*>(des->des_cbdata);
     --sf->holds;
     g_rel.now = monotonic_now();
+    if (status == OMPI_SUCCESS)
+        handed_over(sf);
     if (sf->released) {
         destroy_if_done(sf);  // acked or abandoned while this BTL still held it
         return;
@@ -229,8 +239,10 @@ TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool 
         if (btl->btl_sendi != nullptr && size <= btl->btl_eager_limit &&
             mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), size, 0, MCA_BTL_NO_ORDER,
                                MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
-                               kBtlTag, nullptr) == OMPI_SUCCESS)
+                               kBtlTag, nullptr) == OMPI_SUCCESS) {
+            handed_over(sf);
             return carried(TxResult::Done);
+        }
     }
     owe();
     mca_btl_base_descriptor_t* des = nullptr;
@@ -516,14 +528,19 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {
                                                         : OMPI_ERR_UNREACH;
 }
 
-int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb) noexcept {
+int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcept {
     const PathId path = path_of(bb->btl);
     g_rel.now = monotonic_now();
     const std::size_t bytes = sf->repack ? sf->bytes.size() + sf->len : sf->bytes.size();
     const auto token = reinterpret_cast<core::FrameToken>(sf);
     const core::SubmitResult res = chan().submit_on(sf->peer, path, token, g_rel.now, bytes);
-    if (res.status == core::SubmitStatus::NoPath)
-        return submit_frame(sf, bb->btl);  // the channel picks another path
+    if (res.status == core::SubmitStatus::NoPath) {
+        // The channel picks another path (a failover: rare); the frame may
+        // be gone when that returns, so it counts as handed.
+        if (handed != nullptr)
+            *handed = true;
+        return submit_frame(sf, bb->btl);
+    }
     if (!res.ok()) {
         drop_prebuilt(sf);
         discard_frame(sf);
@@ -536,6 +553,8 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb) noexcept {
     ++sf->holds;
     (void)transmit_or_defer(sf, bb, path, false, false);
     --sf->holds;
+    if (handed != nullptr)
+        *handed = sf->handed || sf->released;  // released: acked, or the peer is gone
     destroy_if_done(sf);
     rearm();
     return OMPI_SUCCESS;

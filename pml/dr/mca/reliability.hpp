@@ -46,6 +46,12 @@ struct StoredFrame {
     unsigned holds = 0;  // BTL descriptors and queued retries referring to it
     bool released = false;
     bool acked = false;
+    // A BTL has taken a transmission of it (sendi took it, or a descriptor's
+    // completion came back): only then is an eager send MPI-complete, as with
+    // ob1. Before, its data may sit in the BTL's queue (tcp before a
+    // connection is up), which moves only while this process calls MPI.
+    bool handed = false;
+    SendRequest* mpi_waiter = nullptr;  // MPI-completed once handed
 };
 
 // A cleared frame from a pool (its byte buffer keeps its capacity, so the
@@ -71,7 +77,8 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
 // submit_frame() on the BML entry `bb` for that peer, which the frame goes
 // out on at once (no round trip through the channel's output), unless the
 // channel declared that path failed: then it picks another.
-int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb) noexcept;
+// handed (optional): whether a BTL took the frame before this returned.
+int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed = nullptr) noexcept;
 // Whether new traffic to `peer` may use this BTL (the channel has not
 // declared the path failed).
 bool path_usable(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;

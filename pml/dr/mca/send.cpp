@@ -44,6 +44,7 @@ struct FrameOpts {
     bool ack_now = false;  // the request waits for this frame's ACK
     // ack_now also when the frame's payload reaches this message offset (the last FRAG)
     std::uint64_t ack_now_at = ~std::uint64_t{0};
+    bool mpi_on_handover = false;  // the request MPI-completes once a BTL has the frame
 };
 
 // Hands a filled data frame to the reliability channel, which sends it on
@@ -70,6 +71,8 @@ int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descrip
     }
     if (opts.ack_now || offset + len >= opts.ack_now_at)
         sf->flags = core::kFlagAckNow;
+    if (opts.mpi_on_handover)
+        sf->mpi_waiter = r;
     ++r->frames_inflight;
     const int rc = submit_direct(sf, bb);
     if (rc != OMPI_SUCCESS)
@@ -375,6 +378,7 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
         std::size_t len = size;
         FrameOpts opts;
         opts.copy = true;  // the send completes (MPI) before the peer acknowledges
+        opts.mpi_on_handover = true;
         const int rc = send_data_frame(
             r, bb, core::kMatchHeaderSize, 0, len, opts,
             [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
@@ -388,10 +392,8 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
             return rc;
         }
         eng.uncharge_eager(peer, size - len);
-        // The data now sits in the reliability layer's copy: the user's
-        // buffer is free. (The request may be finished already.)
-        if (!r->base.req_base.req_pml_complete)
-            send_mpi_complete(r, OMPI_SUCCESS);
+        // The data sits in the reliability layer's copy, so the user's buffer
+        // is free once a BTL has the frame (handed_over() completes it).
         return rc;
     }
 

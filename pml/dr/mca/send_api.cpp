@@ -16,8 +16,33 @@ namespace {
 // pool of kept copies recycles.
 constexpr std::size_t kInlineMax = 4096 - core::kMatchHeaderSize;
 
+// A frame the BTL did not take at once (it queued the descriptor: tcp before
+// its connection is up, a full fifo) gets a request that MPI-completes once
+// the BTL has it (handed_over) and PML-completes on the ACK, as a request
+// send would; nullptr if none is free (the frame still goes).
+SendRequest* wait_for_handover(StoredFrame* sf, const void* buf, size_t count, ompi_datatype_t* dt,
+                               int dst, int tag, ompi_communicator_t* comm,
+                               ompi_proc_t* proc) noexcept {
+    SendRequest* r = alloc_send();
+    if (r == nullptr)
+        return nullptr;
+    r->base.req_base.req_proc = proc;
+    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm,
+                                   MCA_PML_BASE_SEND_STANDARD, false, 0);
+    mark_send_started(r);
+    r->cid = comm->c_contextid;
+    r->my_rank = comm->c_my_rank;
+    r->endpoint = mca_bml_base_get_endpoint(proc);
+    r->peer = sf->peer;
+    r->frames_inflight = 1;
+    sf->owner = r;
+    sf->mpi_waiter = r;
+    return r;
+}
+
+// pending: set when the send is not complete yet (wait_for_handover).
 int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
-                ompi_communicator_t* comm, ompi_proc_t* proc) noexcept {
+                ompi_communicator_t* comm, ompi_proc_t* proc, SendRequest*& pending) noexcept {
     const size_t type_size = dt->super.size;  // ompi_datatype_type_size(), without the call
     if (type_size * count > kInlineMax)
         return OMPI_ERR_NOT_AVAILABLE;
@@ -92,12 +117,15 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     h.match.payload_len = static_cast<std::uint32_t>(size);
     h.match.payload_crc = csum ? crc : 0;
     (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
-    const int rc = submit_direct(sf, bb);
+    bool handed = false;
+    const int rc = submit_direct(sf, bb, &handed);
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
         state().engine->uncharge_eager(peer, size);
         return OMPI_ERR_NOT_AVAILABLE;  // the request path tries again (or reports the error)
     }
+    if (!handed)  // not released either: sf is alive
+        pending = wait_for_handover(sf, buf, count, dt, dst, tag, comm, proc);
     return OMPI_SUCCESS;
 }
 
@@ -107,8 +135,13 @@ int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
           mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept {
     Guard g;
     ompi_proc_t* proc = ompi_comm_peer_lookup(comm, dst);
+    SendRequest* pending = nullptr;
     if ((mode == MCA_PML_BASE_SEND_STANDARD || mode == MCA_PML_BASE_SEND_READY) &&
-        send_inline(buf, count, dt, dst, tag, comm, proc) == OMPI_SUCCESS) {
+        send_inline(buf, count, dt, dst, tag, comm, proc, pending) == OMPI_SUCCESS) {
+        if (pending != nullptr) {
+            *req = &pending->base.req_base.req_ompi;
+            return OMPI_SUCCESS;
+        }
         // Nothing left to complete: the status of a send carries nothing else.
         *req = &ompi_request_empty;
         return OMPI_SUCCESS;
