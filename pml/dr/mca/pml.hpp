@@ -129,6 +129,16 @@ extern State g_state;  // module.cpp
 inline State& state() noexcept {
     return g_state;
 }
+// The process a peer id stands for, and its BML endpoint (nullptr: none, or
+// no longer: del_procs forgets them).
+inline ompi_proc_t* proc_of(core::PeerId peer) noexcept {
+    const State& s = state();
+    return peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+}
+inline mca_bml_base_endpoint_t* endpoint_of(core::PeerId peer) noexcept {
+    ompi_proc_t* proc = proc_of(peer);
+    return proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+}
 core::EngineSink& engine_sink() noexcept;
 
 // RAII lock over the module mutex (a no-op unless threads are in use).

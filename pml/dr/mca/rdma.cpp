@@ -128,12 +128,10 @@ void rget_release_send(SendRequest* r) noexcept {
 
 bool rget_start(RecvRequest* r, const core::MessageInfo& info,
                 std::span<const std::uint8_t> handle) noexcept {
-    State& s = state();
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
     if (r->bytes_expected == 0 || opal_convertor_need_buffers(conv))
         return false;
-    ompi_proc_t* proc = info.peer < s.proc_of_peer.size() ? s.proc_of_peer[info.peer] : nullptr;
-    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    mca_bml_base_endpoint_t* ep = endpoint_of(info.peer);
     if (ep == nullptr)
         return false;
     // The handle belongs to the BTL the RNDV came on: get through that one.

@@ -97,7 +97,7 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
     State& s = state();
     r->matched = true;
     r->peer = info.peer;
-    ompi_proc_t* proc = info.peer < s.proc_of_peer.size() ? s.proc_of_peer[info.peer] : nullptr;
+    ompi_proc_t* proc = proc_of(info.peer);
     if (proc == nullptr) {
         recv_complete(r, MPI_ERR_INTERN);
         return;

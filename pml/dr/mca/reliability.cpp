@@ -370,14 +370,14 @@ void Glue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
 
 void Glue::path_failed(PeerId peer, PathId path) {
     const State& s = state();
-    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    ompi_proc_t* proc = proc_of(peer);
     logf(*s.log, LogLevel::Warn, "path to %s over BTL %s failed; traffic moves to other paths",
          proc != nullptr ? OMPI_NAME_PRINT(&proc->super.proc_name) : "?", btl_name(btl_of(path)));
 }
 
 void Glue::peer_dead(PeerId peer) {
     const State& s = state();
-    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
+    ompi_proc_t* proc = proc_of(peer);
     logf(*s.log, LogLevel::Error,
          "peer %s declared dead (no path left or no answer); its requests fail",
          proc != nullptr ? OMPI_NAME_PRINT(&proc->super.proc_name) : "?");
@@ -428,9 +428,7 @@ void Glue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
 }  // namespace
 
 mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
-    const State& s = state();
-    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
-    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    mca_bml_base_endpoint_t* ep = endpoint_of(peer);
     if (ep == nullptr)
         return nullptr;
     for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {

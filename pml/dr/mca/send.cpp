@@ -514,9 +514,7 @@ namespace {
 // straight onto the peer's next usable eager BTL, as data frames do (the
 // channel picks a path itself when there is none).
 bool try_send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept {
-    const State& s = state();
-    ompi_proc_t* proc = peer < s.proc_of_peer.size() ? s.proc_of_peer[peer] : nullptr;
-    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    mca_bml_base_endpoint_t* ep = endpoint_of(peer);
     StoredFrame* sf = new_frame(peer);
     sf->bytes.assign(frame.begin(), frame.end());
     const int rc = ep != nullptr && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0
@@ -525,7 +523,7 @@ bool try_send_control(core::PeerId peer, std::span<const std::uint8_t> frame) no
     if (rc == OMPI_ERR_OUT_OF_RESOURCE)
         return false;
     if (rc != OMPI_SUCCESS)
-        plugin::common::logf(*s.log, plugin::common::LogLevel::Debug,
+        plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
                              "control frame to peer %u dropped: peer unreachable", peer);
     return true;
 }

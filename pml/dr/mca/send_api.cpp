@@ -16,6 +16,19 @@ namespace {
 // pool of kept copies recycles.
 constexpr std::size_t kInlineMax = 4096 - core::kMatchHeaderSize;
 
+// A started, non-persistent send request (nullptr: none free).
+SendRequest* new_send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, ompi_communicator_t* comm,
+                      ompi_proc_t* proc) noexcept {
+    SendRequest* r = alloc_send();
+    if (r == nullptr)
+        return nullptr;
+    r->base.req_base.req_proc = proc;
+    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm, mode, false, 0);
+    mark_send_started(r);
+    return r;
+}
+
 // A frame the BTL did not take at once (it queued the descriptor: tcp before
 // its connection is up, a full fifo) gets a request that MPI-completes once
 // the BTL has it (handed_over) and PML-completes on the ACK, as a request
@@ -23,13 +36,10 @@ constexpr std::size_t kInlineMax = 4096 - core::kMatchHeaderSize;
 SendRequest* wait_for_handover(StoredFrame* sf, const void* buf, size_t count, ompi_datatype_t* dt,
                                int dst, int tag, ompi_communicator_t* comm,
                                ompi_proc_t* proc) noexcept {
-    SendRequest* r = alloc_send();
+    SendRequest* r = new_send(buf, count, dt, dst, tag, MCA_PML_BASE_SEND_STANDARD, comm, proc);
     if (r == nullptr)
         return nullptr;
-    r->base.req_base.req_proc = proc;
-    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm,
-                                   MCA_PML_BASE_SEND_STANDARD, false, 0);
-    mark_send_started(r);
+    // What start_send() sets; its frame is sent already.
     r->cid = comm->c_contextid;
     r->my_rank = comm->c_my_rank;
     r->endpoint = mca_bml_base_get_endpoint(proc);
@@ -146,12 +156,9 @@ int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
         *req = &ompi_request_empty;
         return OMPI_SUCCESS;
     }
-    SendRequest* r = alloc_send();
+    SendRequest* r = new_send(buf, count, dt, dst, tag, mode, comm, proc);
     if (r == nullptr)
         return OMPI_ERR_OUT_OF_RESOURCE;
-    r->base.req_base.req_proc = proc;
-    MCA_PML_BASE_SEND_REQUEST_INIT(&r->base, buf, count, dt, dst, tag, comm, mode, false, 0);
-    mark_send_started(r);
     const int rc = start_send(r);
     if (rc != OMPI_SUCCESS) {
         plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
