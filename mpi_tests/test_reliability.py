@@ -151,6 +151,22 @@ def test_long_messages_are_acknowledged_by_their_cts(mpi):
     assert c.get("retransmits", 0) == 0, c
 
 
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("csum", ["auto", "never"])
+def test_resends_of_completed_sends_come_from_the_kept_copy(mpi, csum):
+    """Eager frames of 4-60 KB over tcp go out from the user's buffer
+    (prepare_src in place); the application overwrites the buffer as soon
+    as the send completes, and the frames lost on the way must still be
+    resent with the original bytes."""
+    faults = dict(FAULTS, pml_dr_fault_drop=0.1, pml_dr_csum=csum)
+    if csum == "never":
+        faults["pml_dr_fault_corrupt"] = 0.0  # corruption would force checksums on
+    c = expect_ok(mpi.run("reuse_after_send", np=2, mca=dr("self,tcp", **faults), args=[200]),
+                  "reuse ok: 200 messages")
+    assert c.get("injected_drops", 0) > 0 and c.get("retransmits", 0) > 0, c
+    assert c.get("abandoned", 0) == 0, c
+
+
 @pytest.mark.mpi_timeout(240)
 def test_puts_survive_lost_and_duplicated_frames(mpi):
     """The PUT and PUT-done frames are lost and duplicated like any other

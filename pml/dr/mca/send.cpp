@@ -62,7 +62,12 @@ int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descrip
     sf->prebuilt = des;
     sf->prebuilt_bb = bb;
     if (opts.copy) {
+        // The whole frame, whichever segments the BTL laid it out in.
         sf->bytes.assign(seg0, seg0 + des->des_segments[0].seg_len);
+        for (std::size_t i = 1; i < des->des_segment_count; ++i) {
+            const auto* seg = static_cast<const std::uint8_t*>(des->des_segments[i].seg_addr.pval);
+            sf->bytes.insert(sf->bytes.end(), seg, seg + des->des_segments[i].seg_len);
+        }
     } else {
         sf->bytes.assign(seg0, seg0 + hdr_size);
         sf->repack = len > 0;
@@ -103,6 +108,11 @@ int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_
         mca_bml_base_free(bb, des);
         return OMPI_ERROR;
     }
+    if (opts.copy && size != len) {
+        // A frame kept whole (MATCH) carries the whole message: copy it instead.
+        mca_bml_base_free(bb, des);
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
     len = size;
     const bool csum = csum_wanted(bb->btl);
     std::uint32_t crc = 0;
@@ -120,13 +130,24 @@ int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_
     return post_data_frame(r, bb, des, 0, hdr_size, offset, len, opts);
 }
 
+// From this payload size on, a BTL that sends in place (tcp: the payload as
+// a second iovec) gets eager frames and RNDV heads through prepare_src too:
+// one user-space copy less (none for an RNDV head; an eager frame keeps only
+// the copy for resending), worth the convertor's set-up.
+constexpr std::size_t kInPlaceMin = 4096;
+
 template <typename EncodeHdr>
 int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size,
                     std::uint64_t offset, std::size_t& len, const FrameOpts& opts,
                     EncodeHdr&& encode_hdr) noexcept {
-    if (len > bb->btl->btl_eager_limit && bb->btl->btl_prepare_src != nullptr &&
-        !opal_convertor_need_buffers(&r->base.req_base.req_convertor))
-        return send_prepared_frame(r, bb, hdr_size, offset, len, opts, encode_hdr);
+    const mca_btl_base_module_t* btl = bb->btl;
+    const bool in_place = (btl->btl_flags & MCA_BTL_FLAGS_SEND_INPLACE) != 0 && len >= kInPlaceMin;
+    if ((len > btl->btl_eager_limit || in_place) && btl->btl_prepare_src != nullptr &&
+        !opal_convertor_need_buffers(&r->base.req_base.req_convertor)) {
+        const int rc = send_prepared_frame(r, bb, hdr_size, offset, len, opts, encode_hdr);
+        if (rc != OMPI_ERR_NOT_AVAILABLE)
+            return rc;
+    }
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
     if (des == nullptr)
