@@ -124,11 +124,18 @@ TEST(ChannelCarried, AppliedInBatchesOfAckEvery) {
     for (FrameToken t = 1; t <= 10; ++t)
         s.submit(t);
     s.ch.on_carried_ack(kPeer, kP1, 3, 0);
-    EXPECT_TRUE(s.out.acked_tokens.empty()) << "three frames wait for a batch";
+    EXPECT_FALSE(s.ch.batches_due()) << "three frames wait for a batch";
+    s.ch.settle_batches();
+    EXPECT_TRUE(s.out.acked_tokens.empty());
     s.ch.on_carried_ack(kPeer, kP1, 4, 0);
+    EXPECT_TRUE(s.out.acked_tokens.empty()) << "recorded on arrival, released by settle_batches()";
+    EXPECT_TRUE(s.ch.batches_due());
+    s.ch.settle_batches();
+    EXPECT_FALSE(s.ch.batches_due());
     EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1, 2, 3, 4}));
     EXPECT_EQ(s.ch.counters(kPeer)->carried_acks, 1u);
     s.ch.on_carried_ack(kPeer, kP1, 6, 0);
+    s.ch.settle_batches();
     EXPECT_EQ(s.ch.unacked(kPeer), 6u);
     // An ACK frame applies what was carried with it.
     s.ack(5);
@@ -225,6 +232,7 @@ TEST(ChannelCarried, StaleIgnoredBogusCounted) {
     EXPECT_EQ(s.ch.unacked(kPeer), 4u);
     s.ch.on_carried_ack(kPeer, kP1, 4, 0);
     s.ch.on_carried_ack(kPeer, kP1, 2, 0);  // older: says nothing new
+    s.ch.settle_batches();
     EXPECT_EQ(s.ch.unacked(kPeer), 0u);
     EXPECT_EQ(c.bad_acks, 2u);
     s.ch.on_carried_ack(77, kP1, 1, 0);  // unknown peer: no crash
@@ -240,6 +248,7 @@ TEST(ChannelCarried, StartNearTheWrap) {
     s.ch.on_carried_ack(kPeer, kP1, 0xFFFF'FFFDu, 0);  // the initial value: nothing
     EXPECT_EQ(s.ch.counters(kPeer)->bad_acks, 0u);
     s.ch.on_carried_ack(kPeer, kP1, 2, 0);
+    s.ch.settle_batches();
     EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1, 2, 3, 4}));
 }
 

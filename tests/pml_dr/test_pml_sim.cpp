@@ -299,6 +299,7 @@ class SimRun {
                 return;
             }
             q.pop_front();
+            node.ch->settle_batches();  // as the glue does after each transmission
         }
     }
 

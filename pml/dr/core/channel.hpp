@@ -308,11 +308,18 @@ class ReliableChannel {
     void on_local_complete(PeerId peer, PathId path, FrameRef ref, bool ok, Micros now);
     void on_ack(PeerId peer, PathId path, const AckInfo& ack, Micros now);
     // The cumulative ack_seq every frame from the peer carries (wire.hpp).
-    // Not newer than what is known: nothing happens (the usual case). What it
-    // acknowledges is applied in batches of ack_every frames, and before
-    // anything that depends on it: timers, a full window, path failure,
-    // flush_acks(), remove_peer().
+    // Not newer than what is known: nothing happens (the usual case). It is
+    // only recorded here: what it acknowledges is applied by settle_batches()
+    // once ack_every frames are due, and before anything that depends on it:
+    // timers, a full window, path failure, flush_acks(), remove_peer().
     void on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq, Micros now);
+    // Applies the carried acks of every peer with a batch of ack_every due.
+    // The glue calls it after handing a frame to a BTL and from progress: the
+    // release then runs off the path from an arrival to its delivery and to
+    // the reply, where it would cost about as much as the rest together.
+    void settle_batches();
+    // Whether settle_batches() has something to do.
+    [[nodiscard]] bool batches_due() const noexcept { return !batch_due_.empty(); }
     // Applies now what the peer's carried acks acknowledged: a request is
     // about to wait on it (the CTS that answered its RNDV acknowledged it).
     void settle_carried(PeerId peer);
@@ -392,6 +399,7 @@ class ReliableChannel {
     // releases still precede its peer_dead()).
     std::vector<std::pair<PeerId, FrameToken>> released_;
     std::vector<std::pair<Micros, PeerId>> due_;  // scratch for on_timer
+    std::vector<PeerId> batch_due_;               // peers with a carried batch to settle
     bool draining_ = false;
 };
 

@@ -565,8 +565,21 @@ void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack
     // Applied in batches, as ACK frames are: releasing costs about the same
     // for one frame as for many. Timers, a full window, path failure and
     // flush_acks() settle the rest first.
-    if (static_cast<std::uint32_t>(ack_seq - p->cum_acked) >= params_.ack_every)
-        Ops::settle(*this, *p);
+    if (!p->batch_due && static_cast<std::uint32_t>(ack_seq - p->cum_acked) >= params_.ack_every) {
+        p->batch_due = true;
+        batch_due_.push_back(peer);
+    }
+}
+
+void ReliableChannel::settle_batches() {
+    // By index: a release may run the glue, which may submit (not settle).
+    for (std::size_t i = 0; i < batch_due_.size(); ++i) {
+        if (Peer* p = find(batch_due_[i])) {
+            p->batch_due = false;
+            Ops::settle(*this, *p);
+        }
+    }
+    batch_due_.clear();
 }
 
 void ReliableChannel::settle_carried(PeerId peer) {

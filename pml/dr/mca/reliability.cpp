@@ -65,6 +65,7 @@ struct Reliability {
     Glue glue;
     plugin::common::DeadlineTimer timer;
     std::atomic<Micros> deadline{kNever};  // read by progress() without the lock
+    std::atomic<bool> batches_due{false};   // the channel's batches_due(), for progress()
     Micros now = 0;                        // time of the current entry
     std::vector<PeerLimits> limits;
     plugin::common::FaultInjector faults;
@@ -92,6 +93,16 @@ void rearm() noexcept {
     const Micros d = g_rel.channel->next_deadline();
     g_rel.deadline.store(d, std::memory_order_relaxed);
     g_rel.timer.arm(d, g_rel.now);
+}
+
+// Releases what the peers' carried acks acknowledged, once a batch is due:
+// after a frame went to its BTL, and from progress, not on the way from an
+// arrival to its delivery.
+void settle_batches() noexcept {
+    if (!chan().batches_due())
+        return;
+    g_rel.batches_due.store(false, std::memory_order_relaxed);
+    chan().settle_batches();
 }
 
 bool is_fail_btl(const mca_btl_base_module_t* btl) noexcept {
@@ -415,6 +426,8 @@ void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
 
 void Glue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {
     chan().on_carried_ack(peer, path, ack_seq, g_rel.now);
+    if (chan().batches_due())
+        g_rel.batches_due.store(true, std::memory_order_relaxed);
 }
 
 void Glue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
@@ -554,6 +567,7 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
     if (handed != nullptr)
         *handed = sf->handed || sf->released;  // released: acked, or the peer is gone
     destroy_if_done(sf);
+    settle_batches();
     rearm();
     return OMPI_SUCCESS;
 }
@@ -641,6 +655,12 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
 }
 
 int reliability_progress() noexcept {
+    if (g_rel.batches_due.load(std::memory_order_relaxed)) {
+        Guard g;
+        g_rel.now = monotonic_now();
+        settle_batches();
+        rearm();
+    }
     const Micros d = g_rel.deadline.load(std::memory_order_relaxed);
     if (d == kNever)
         return 0;
