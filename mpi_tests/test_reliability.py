@@ -81,7 +81,10 @@ def test_demo_survives_injected_faults(mpi, btl):
 def test_mpi_semantics_hold_under_faults(mpi):
     """Ordering, wildcards, probes, cancel, Ssend, datatypes, collectives: all of
     p2p_semantics, with a tenth of the frames lost and some corrupted."""
-    faults = dict(FAULTS, pml_dr_fault_drop=0.1, pml_dr_fault_corrupt=0.05)
+    # Its flood subtest keeps the receiver out of MPI (acknowledging nothing)
+    # for 300 ms: with 20 ms ACK timeouts the default 5 retries give the path
+    # 420 ms, too little on a loaded machine; 10 give it 1.3 s.
+    faults = dict(FAULTS, pml_dr_fault_drop=0.1, pml_dr_fault_corrupt=0.05, pml_dr_ack_retries=10)
     c = expect_ok(mpi.run("p2p_semantics", np=3, mca=dr("self,vader,tcp", **faults), args=[16]),
                   "p2p ok: 16 subtests")
     assert c.get("retransmits", 0) > 0, c

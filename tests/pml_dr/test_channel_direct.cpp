@@ -70,6 +70,29 @@ TEST(ChannelDirect, SubmitOnRefusesAFailedPathAFullWindowAndStrangers) {
     EXPECT_EQ(s.ch.counters(kPeer)->window_full, 1u);
 }
 
+TEST(ChannelDirect, CheckSubmitOnAnswersAsSubmitOnWouldAndRecordsNothing) {
+    ChannelParams p = test_params();
+    Sender s(p);
+    for (FrameToken t = 1; t <= p.window; ++t) {
+        const Snapshot before = snap(s);
+        const SubmitResult check = s.ch.check_submit_on(kPeer, kP2);
+        ASSERT_TRUE(check.ok());
+        EXPECT_EQ(snap(s), before) << "checking records nothing";
+        const SubmitResult r = s.ch.submit_on(kPeer, kP2, t, 0);
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r.seq, check.seq) << "the seq a frame sent before submit_on() went with";
+    }
+    EXPECT_EQ(s.ch.check_submit_on(kPeer, kP2).status, SubmitStatus::WindowFull);
+    s.ch.remove_path(kPeer, kP1, 0);
+    EXPECT_EQ(s.ch.check_submit_on(kPeer, kP1).status, SubmitStatus::NoPath);
+    EXPECT_EQ(s.ch.check_submit_on(kPeer, 777).status, SubmitStatus::NoPath);
+    EXPECT_EQ(s.ch.check_submit_on(42, kP2).status, SubmitStatus::UnknownPeer);
+    s.ack(5, 0, 0, kP2);  // room again, at the next seq
+    const SubmitResult again = s.ch.check_submit_on(kPeer, kP2);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again.seq, s.ch.next_seq(kPeer));
+}
+
 TEST(ChannelDirect, AnAckDuringTheCallersTransmissionReleasesAtOnce) {
     // A BTL that delivers inside its send (self) can bring the ACK back
     // before the send returns: nothing is owed, so the frame is released

@@ -297,6 +297,12 @@ class ReliableChannel {
     // `path` is not usable (the caller may submit() to let the channel choose).
     SubmitResult submit_on(PeerId peer, PathId path, FrameToken token, Micros now,
                            std::size_t bytes = 0);
+    // What submit_on(peer, path, ...) would answer now, recording nothing
+    // (seq: the one it would assign). A caller whose transmission cannot
+    // come back into the channel before it returns (no BTL that delivers
+    // inside its send) may transmit first and submit_on() right after: the
+    // bookkeeping then leaves the path from the send to the wire.
+    SubmitResult check_submit_on(PeerId peer, PathId path);
     // The transmission of `ref` on `path` just recorded by submit_on() will
     // report its completion (on_local_complete), under the watchdog.
     void expect_completion(PeerId peer, PathId path, FrameRef ref, Micros now);

@@ -380,8 +380,7 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     return {SubmitStatus::Ok, seq};
 }
 
-SubmitResult ReliableChannel::submit_on(PeerId peer, PathId path, FrameToken token, Micros now,
-                                        std::size_t bytes) {
+SubmitResult ReliableChannel::check_submit_on(PeerId peer, PathId path) {
     Peer* p = find(peer);
     if (p == nullptr)
         return {SubmitStatus::UnknownPeer, 0};
@@ -392,7 +391,17 @@ SubmitResult ReliableChannel::submit_on(PeerId peer, PathId path, FrameToken tok
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
-    return {SubmitStatus::Ok, Ops::add_frame(*this, *p, slot, token, now, bytes, false)};
+    return {SubmitStatus::Ok, p->next_seq};
+}
+
+SubmitResult ReliableChannel::submit_on(PeerId peer, PathId path, FrameToken token, Micros now,
+                                        std::size_t bytes) {
+    const SubmitResult check = check_submit_on(peer, path);
+    if (!check.ok())
+        return check;
+    Peer& p = *find(peer);
+    return {SubmitStatus::Ok,
+            Ops::add_frame(*this, p, Ops::find_slot(p, path), token, now, bytes, false)};
 }
 
 void ReliableChannel::expect_completion(PeerId peer, PathId path, FrameRef ref, Micros now) {
