@@ -12,8 +12,9 @@ namespace {
 // Eager standard sends go out without a request: header and payload are
 // built straight into the copy the reliability layer keeps, which goes to
 // the BTL's sendi (a request, a descriptor and a completion callback less
-// than the request path; the same two copies). Up to the largest frame the
-// pool of kept copies recycles.
+// than the request path; the same two copies), or, on a BTL without one
+// (tcp), into a descriptor whose completion usually comes back inside the
+// send. Up to the largest frame the pool of kept copies recycles.
 constexpr std::size_t kInlineMax = 4096 - core::kMatchHeaderSize;
 
 // A started, non-persistent send request (nullptr: none free).
@@ -60,8 +61,6 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0)
         return OMPI_ERR_NOT_AVAILABLE;
     mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
-    if (bb->btl->btl_sendi == nullptr)
-        return OMPI_ERR_NOT_AVAILABLE;
     core::CommMatcher* matcher = state().engine->comm(comm->c_contextid);
     if (matcher == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
