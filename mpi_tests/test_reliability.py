@@ -199,19 +199,33 @@ def test_no_puts_where_data_could_go_unnoticed(mpi, case):
 @pytest.mark.parametrize("btl", ["vader", "tcp"])
 def test_dead_peer_is_reported_not_hung(mpi, programs, btl):
     """Rank 1's only network dies after 100 frames. Both ranks must get an
-    error code (MPI_ERRORS_RETURN) well within the bound, never hang."""
+    error code (MPI_ERRORS_RETURN) well within the bound, never hang. Silent
+    on its only path, the peer is declared dead by pml_dr_peer_dead_timeout
+    (its path is kept: a computing peer sounds the same)."""
     prog = str(programs.get("peer_death"))
-    timeout_ms, retries = 50, 2  # path declared failed after 50 * (1+2+3) ms
     argv = [prog, "20", ":", "-np", "1",
             "-x", f"OMPI_MCA_pml_dr_fault_fail_btl={btl}",
             "-x", "OMPI_MCA_pml_dr_fault_fail_after=100", prog, "20"]
-    result = mpi.run(argv, np=1, mca=dr(f"self,{btl}", pml_dr_ack_timeout=timeout_ms,
-                                        pml_dr_ack_retries=retries))
+    result = mpi.run(argv, np=1, mca=dr(f"self,{btl}", pml_dr_ack_timeout=50,
+                                        pml_dr_ack_retries=2, pml_dr_peer_dead_timeout=1000))
     result.check()
     assert "peer_death ok" in result.stdout, result
     seconds = [float(s) for s in re.findall(r"error after \d+ exchanges, ([\d.]+) s", result.stdout)]
     assert len(seconds) == 2, result
     assert max(seconds) < 10, f"peer death noticed only after {max(seconds)} s:\n{result}"
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["vader", "tcp"])
+def test_a_rank_computing_outside_mpi_is_not_declared_dead(mpi, btl):
+    """Master-worker: the worker computes for 2 s after receiving its work,
+    acknowledging nothing, while the master waits for the result. ACK retries
+    run out after 0.6 s; the master must keep the worker (and its only path)
+    and get the result."""
+    mca = dr(f"self,{btl}", pml_dr_ack_timeout=50, pml_dr_ack_retries=2, pml_dr_stats=1)
+    c = expect_ok(mpi.run("compute_phase", np=2, mca=mca, args=[2]), "compute_phase ok")
+    assert c.get("silent_expiries", 0) > 0, c  # the retries did run out meanwhile
+    assert c.get("paths_lost", 0) == 0 and c.get("abandoned", 0) == 0, c
 
 
 @pytest.mark.mpi_timeout(120)

@@ -41,8 +41,14 @@
 //     progress, as TCP's RTO): on expiry every frame on that path unacked for at
 //     least ack_timeout is resent and the next wait is backoff(ack_timeout, k)
 //     (backoff.hpp); the (ack_retries+1)-th expiry without progress fails the
-//     path. An expiry that finds nothing old enough to resend does not count;
-//     frames the BTL still holds (completion owed) are the watchdog's.
+//     path if the peer was heard on another live path (ack progress or an
+//     arrival) since the path's frames went unanswered: the peer ignores this
+//     one. Heard nowhere, the path stays and keeps resending at the longest
+//     back-off (silent_expiries): a peer that computes outside MPI, where
+//     nothing acknowledges, sounds the same as a dead network, and only
+//     peer_dead_timeout gives up on it. An expiry that finds nothing old
+//     enough to resend does not count; frames the BTL still holds
+//     (completion owed) are the watchdog's.
 //   - watchdog per path for local completion (the BTL's des_cbfunc): armed
 //     while completions are outstanding on the path, restarted by any
 //     completion; the (watchdog_retries+1)-th expiry fails the path. A frame
@@ -174,7 +180,7 @@ struct ChannelParams {
     unsigned ack_retries = 3;
     Micros watchdog_timeout = 5 * plugin::common::kSeconds;
     unsigned watchdog_retries = 1;
-    Micros peer_dead_timeout = 60 * plugin::common::kSeconds;
+    Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
     unsigned max_paths = 8;       // per peer, 1..kMaxPathsPerPeer
     std::uint32_t first_seq = 1;  // != 0; both ends equal (tests start near the wrap)
 };
@@ -193,6 +199,8 @@ struct PathCounters {
     std::uint64_t acks_sent = 0;
     std::uint64_t acks_received = 0;
     std::uint64_t ack_timeouts = 0;  // expiries that resent something
+    // expiries past ack_retries that kept the path: the peer was silent on every path
+    std::uint64_t silent_expiries = 0;
     std::uint64_t watchdog_timeouts = 0;
     std::uint64_t local_errors = 0;  // completions with error
     std::uint64_t redriven = 0;      // frames moved off this path when it failed
@@ -219,6 +227,7 @@ struct PeerCounters {
     std::uint64_t nacks_received = 0;
     std::uint64_t stale_nacks = 0;  // for frames no longer unacknowledged
     std::uint64_t ack_timeouts = 0;
+    std::uint64_t silent_expiries = 0;  // see PathCounters
     std::uint64_t watchdog_timeouts = 0;
     std::uint64_t local_errors = 0;
     std::uint64_t stale_completions = 0;  // for frames/paths the channel no longer tracks

@@ -50,6 +50,8 @@ struct PathSlot {
     Micros wd_deadline = kNever;
     std::uint32_t outstanding = 0;    // unacked frames whose ACK this path's timer covers
     std::uint32_t local_pending = 0;  // transmissions awaiting local completion
+    Micros last_heard = 0;     // last ack progress for frames sent on it, or arrival over it
+    Micros stalled_since = 0;  // oldest unanswered transmission when the ACK timer first expired
     PathCounters counters;
 };
 
@@ -176,6 +178,7 @@ struct ReliableChannel::Ops {
     // --- sender (channel_send.cpp)
 
     static void leave_path(Peer& p, std::uint8_t slot) noexcept;
+    [[nodiscard]] static bool heard_since(const Peer& p, std::uint8_t slot, Micros since) noexcept;
     static bool window_room(Ch& ch, Peer& p);
     static std::uint32_t add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token, Micros now,
                                    std::size_t bytes, bool owed);

@@ -191,6 +191,8 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
         p->ack_path = path;
         p->ack_slot = Ops::find_slot(*p, path);
     }
+    if (p->ack_slot != kNoSlot)
+        p->paths[p->ack_slot].last_heard = now;  // alive that way, even if a duplicate
     if (d <= 0 || Ops::rx_bit(*this, *p, seq)) {
         // Re-ack at once: the ACK that covered it may have been lost.
         ++p->counters.duplicates_dropped;

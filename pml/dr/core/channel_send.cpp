@@ -21,6 +21,14 @@ using plugin::common::seq_lt;
 
 // --- sender
 
+// Whether the peer was heard on a live path other than `slot` after `since`.
+bool ReliableChannel::Ops::heard_since(const Peer& p, std::uint8_t slot, Micros since) noexcept {
+    for (std::size_t i = 0; i < p.paths.size(); ++i)
+        if (i != slot && p.paths[i].state != PathState::Failed && p.paths[i].last_heard > since)
+            return true;
+    return false;
+}
+
 void ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot) noexcept {
     PathSlot& pa = p.paths[slot];
     if (pa.outstanding > 0 && --pa.outstanding == 0)
@@ -258,15 +266,18 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
     // Frames a completion is owed for are the watchdog's business.
     std::size_t aged = 0;
     Micros youngest_wait = kNever;
+    Micros oldest_tx = kNever;
     for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
         const TxFrame& f = tx(ch, p, s);
         if (f.state != FrameState::InFlight || f.path != slot || (f.pending & bit) != 0)
             continue;
         const Micros due = add_saturating(f.last_tx, timeout);
-        if (due <= now)
+        if (due <= now) {
             ++aged;
-        else
+            oldest_tx = std::min(oldest_tx, f.last_tx);
+        } else {
             youngest_wait = std::min(youngest_wait, due);
+        }
     }
     if (aged == 0) {  // nothing to resend yet: not an expiry that counts
         pa.ack_deadline = youngest_wait != kNever
@@ -274,12 +285,22 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
                               : add_saturating(now, backoff(timeout, pa.ack_retries));
         return;
     }
-    ++pa.ack_retries;
+    if (pa.ack_retries++ == 0)
+        pa.stalled_since = oldest_tx;
     ++pa.counters.ack_timeouts;
     ++p.counters.ack_timeouts;
     if (pa.ack_retries > ch.params_.ack_retries) {
-        fail_path(ch, p, slot, now, "ack retries exhausted");
-        return;
+        if (heard_since(p, slot, pa.stalled_since)) {
+            fail_path(ch, p, slot, now, "ack retries exhausted, the peer answers on another path");
+            return;
+        }
+        // Silent on every path: a peer computing outside MPI sounds the
+        // same as a dead network, and only a path the peer is known to
+        // ignore is worth giving up. This one stays, resending at the
+        // longest back-off; peer_dead_timeout decides about the peer.
+        pa.ack_retries = ch.params_.ack_retries;
+        ++pa.counters.silent_expiries;
+        ++p.counters.silent_expiries;
     }
     refresh(ch, p, pa, "ack timer expired");
     for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
@@ -628,6 +649,7 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
         if (pa.state == PathState::Failed)
             continue;
         pa.ack_retries = 0;
+        pa.last_heard = now;
         pa.ack_deadline = pa.outstanding > 0 ? add_saturating(now, ch.params_.ack_timeout) : kNever;
         refresh(ch, p, pa, "ack progress");
     }

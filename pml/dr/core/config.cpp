@@ -20,7 +20,7 @@ RawParams default_params() noexcept {
     p.ack_timeout_ms = 1000;
     p.ack_retries = 5;
     p.ack_delay_us = 200;
-    p.peer_dead_timeout_ms = 60000;
+    p.peer_dead_timeout_ms = 300000;  // a compute phase outside MPI may last that long
     p.unexpected_limit = 256 * 1024 * 1024;
     p.window = 256;
     return p;

@@ -46,7 +46,7 @@ struct Config {
     plugin::common::Micros ack_timeout = 1 * plugin::common::kSeconds;
     unsigned ack_retries = 5;
     plugin::common::Micros ack_delay = 200;
-    plugin::common::Micros peer_dead_timeout = 60 * plugin::common::kSeconds;
+    plugin::common::Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
     std::size_t unexpected_limit = 256 * 1024 * 1024;
     unsigned window = 256;
     bool stats = false;
