@@ -204,7 +204,8 @@ def test_dead_peer_reported_by_pml_dr(mpi, programs, components, pmix):
             "-x", "OMPI_MCA_pml_dr_fault_fail_btl=tcp",
             "-x", "OMPI_MCA_pml_dr_fault_fail_after=100", prog, "20"]
     result = mpi.run(argv, np=1, mca={**pmix, "pml": "dr", "btl": "self,tcp",
-                                      "pml_dr_ack_timeout": 50, "pml_dr_ack_retries": 2})
+                                      "pml_dr_ack_timeout": 50, "pml_dr_ack_retries": 2,
+                                      "pml_dr_peer_dead_timeout": 1000})
     expect(result, "peer_death ok")
 
 

@@ -4,12 +4,14 @@
  *
  *   compute_phase [seconds [bytes]]     defaults: 2 1024
  *
- * Master-worker: rank 0 sends rank 1 its work (eager when small), then
- * waits in MPI_Recv for the result; rank 1 receives it, computes (sleeps)
- * for `seconds` without any MPI call - so the ACK it owes for the work is
- * not sent - then sends the result back. Run with ACK timeouts far shorter
- * than the compute phase. Rank 0 prints "compute_phase ok" when both
- * messages arrived intact and no call failed; exit code 1 otherwise.
+ * Master-worker: rank 0 sends rank 1 its work (eager when small), a quarter
+ * of the compute phase later a second part, then waits in MPI_Recv for the
+ * result; rank 1 receives the first part, computes (sleeps) for `seconds`
+ * without any MPI call - so nothing acknowledges the second part, which
+ * arrives meanwhile, nor perhaps the first - then takes the second part and
+ * sends the result back. Run with ACK timeouts far shorter than the compute
+ * phase. Rank 0 prints "compute_phase ok" when every message arrived intact
+ * and no call failed; exit code 1 otherwise.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -34,6 +36,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             buf[i] = (unsigned char)i;
         int rc = MPI_Send(buf, n, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+        usleep((useconds_t)seconds * 250000u);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Send(buf, n, MPI_BYTE, 1, 3, MPI_COMM_WORLD);
         if (rc == MPI_SUCCESS)
             rc = MPI_Recv(buf, n, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         for (int i = 0; rc == MPI_SUCCESS && i < n; i++)
@@ -54,6 +59,8 @@ int main(int argc, char **argv) {
     } else if (rank == 1) {
         int rc = MPI_Recv(buf, n, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         sleep((unsigned)seconds); /* the compute phase: no MPI calls */
+        if (rc == MPI_SUCCESS)  /* the second part: the same bytes */
+            rc = MPI_Recv(buf, n, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         for (int i = 0; i < n; i++)
             buf[i] = (unsigned char)(buf[i] + 1);
         if (rc == MPI_SUCCESS)

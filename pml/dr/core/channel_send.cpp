@@ -602,14 +602,16 @@ void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack
 }
 
 void ReliableChannel::settle_batches() {
-    // By index: a release may run the glue, which may submit (not settle).
-    for (std::size_t i = 0; i < batch_due_.size(); ++i) {
-        if (Peer* p = find(batch_due_[i])) {
+    // Taken off the list first: a release runs the glue, which may submit
+    // and so call this again.
+    while (!batch_due_.empty()) {
+        const PeerId id = batch_due_.back();
+        batch_due_.pop_back();
+        if (Peer* p = find(id)) {
             p->batch_due = false;
             Ops::settle(*this, *p);
         }
     }
-    batch_due_.clear();
 }
 
 void ReliableChannel::settle_carried(PeerId peer) {
