@@ -50,7 +50,7 @@ struct PathSlot {
     Micros wd_deadline = kNever;
     std::uint32_t outstanding = 0;    // unacked frames whose ACK this path's timer covers
     std::uint32_t local_pending = 0;  // transmissions awaiting local completion
-    Micros last_heard = 0;     // last ack progress for frames sent on it, or arrival over it
+    Micros last_heard = 0;            // last ack progress for frames sent on it, or arrival over it
     Micros stalled_since = 0;  // oldest unanswered transmission when the ACK timer first expired
     PathCounters counters;
 };
@@ -79,7 +79,7 @@ struct ReliableChannel::Peer {
     // Highest ack_seq the peer's frames carried (>= cum_acked): applied in
     // batches, as an ACK frame would be (settle()).
     std::uint32_t carried = 0;
-    Micros carried_at = 0;  // when `carried` arrived: the time its progress counts from
+    Micros carried_at = 0;   // when `carried` arrived: the time its progress counts from
     bool batch_due = false;  // listed in batch_due_ (ack_every carried, not settled)
     std::uint64_t tx_counter = 0;
     std::uint32_t unacked = 0;     // InFlight frames

@@ -65,7 +65,7 @@ struct Reliability {
     Glue glue;
     plugin::common::DeadlineTimer timer;
     std::atomic<Micros> deadline{kNever};  // read by progress() without the lock
-    std::atomic<bool> batches_due{false};   // the channel's batches_due(), for progress()
+    std::atomic<bool> batches_due{false};  // the channel's batches_due(), for progress()
     Micros now = 0;                        // time of the current entry
     std::vector<PeerLimits> limits;
     plugin::common::FaultInjector faults;
@@ -565,8 +565,8 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
         return false;
     // Nothing ran in between (the BTL calls nothing back), so the channel
     // assigns the seq the frame went with.
-    const core::SubmitResult res = chan().submit_on(
-        peer, path, reinterpret_cast<core::FrameToken>(sf), g_rel.now, size);
+    const core::SubmitResult res =
+        chan().submit_on(peer, path, reinterpret_cast<core::FrameToken>(sf), g_rel.now, size);
     sf->seq = res.seq;
     handed_over(sf);
     chan().ack_carried(peer, ack);
