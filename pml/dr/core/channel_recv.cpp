@@ -191,9 +191,9 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
         p->ack_path = path;
         p->ack_slot = Ops::find_slot(*p, path);
     }
-    if (p->ack_slot != kNoSlot)
-        p->paths[p->ack_slot].last_heard = now;  // alive that way, even if a duplicate
     if (d <= 0 || Ops::rx_bit(*this, *p, seq)) {
+        if (p->ack_slot != kNoSlot)
+            p->paths[p->ack_slot].last_heard = now;  // the peer resends that way
         // Re-ack at once: the ACK that covered it may have been lost.
         ++p->counters.duplicates_dropped;
         if (d > 0)
@@ -215,9 +215,10 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
     ++p->counters.frames_delivered;
     p->counters.bytes_delivered += bytes;
     if (p->ack_slot != kNoSlot) {
-        PathCounters& pc = p->paths[p->ack_slot].counters;
-        ++pc.frames_received;
-        pc.bytes_received += bytes;
+        PathSlot& pa = p->paths[p->ack_slot];
+        pa.last_heard = now;  // the peer is alive that way
+        ++pa.counters.frames_received;
+        pa.counters.bytes_received += bytes;
     }
     if (++p->rx_unacked >= params_.ack_every || ack_now) {
         Ops::flush_acks(*this, *p, now);  // only clears deadlines
