@@ -63,6 +63,10 @@ int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descrip
     sf->prebuilt_bb = bb;
     if (opts.copy) {
         // The whole frame, whichever segments the BTL laid it out in.
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < des->des_segment_count; ++i)
+            total += des->des_segments[i].seg_len;
+        sf->bytes.reserve(total);
         sf->bytes.assign(seg0, seg0 + des->des_segments[0].seg_len);
         for (std::size_t i = 1; i < des->des_segment_count; ++i) {
             const auto* seg = static_cast<const std::uint8_t*>(des->des_segments[i].seg_addr.pval);
