@@ -53,7 +53,9 @@ int register_params(const mca_base_component_2_1_0_t* component) noexcept {
                   "Milliseconds to wait for the peer's ACK of a vfrag before resending",
                   ParamType::Unsigned, &r.ack_timeout_ms, d.ack_timeout_ms},
         ParamSpec{"ack_retries",
-                  "ACK timer expiries (with linear back-off) before the path is declared dead",
+                  "ACK timer expiries (with linear back-off) before the path is declared dead, "
+                  "if the peer answers on another path (silent everywhere, it may be computing: "
+                  "see peer_dead_timeout)",
                   ParamType::Unsigned, &r.ack_retries, d.ack_retries},
         ParamSpec{"ack_delay",
                   "Microseconds an arriving frame may wait for its ACK, which coalesces with "
@@ -61,7 +63,9 @@ int register_params(const mca_base_component_2_1_0_t* component) noexcept {
                   ParamType::Unsigned, &r.ack_delay_us, d.ack_delay_us},
         ParamSpec{
             "peer_dead_timeout",
-            "Milliseconds of silence after which a peer with pending traffic is declared dead",
+            "Milliseconds of silence after which a peer with pending traffic is declared dead "
+            "(a rank computing outside MPI is silent too: no job may compute longer while a "
+            "peer waits for its ACKs)",
             ParamType::Unsigned, &r.peer_dead_timeout_ms, d.peer_dead_timeout_ms},
         ParamSpec{"unexpected_limit",
                   "Bytes of unexpected (not yet matched) message data this process buffers",
