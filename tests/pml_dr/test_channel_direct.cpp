@@ -75,10 +75,11 @@ TEST(ChannelDirect, CheckSubmitOnAnswersAsSubmitOnWouldAndRecordsNothing) {
     Sender s(p);
     for (FrameToken t = 1; t <= p.window; ++t) {
         const Snapshot before = snap(s);
-        const SubmitResult check = s.ch.check_submit_on(kPeer, kP2);
+        const SubmitCheck check = s.ch.check_submit_on(kPeer, kP2);
         ASSERT_TRUE(check.ok());
         EXPECT_EQ(snap(s), before) << "checking records nothing";
-        const SubmitResult r = s.ch.submit_on(kPeer, kP2, t, 0);
+        const SubmitResult r = t % 2 == 0 ? s.ch.submit_on(kPeer, kP2, t, 0)
+                                          : s.ch.submit_checked(kPeer, kP2, check, t, 0);
         ASSERT_TRUE(r.ok());
         EXPECT_EQ(r.seq, check.seq) << "the seq a frame sent before submit_on() went with";
     }
@@ -88,9 +89,15 @@ TEST(ChannelDirect, CheckSubmitOnAnswersAsSubmitOnWouldAndRecordsNothing) {
     EXPECT_EQ(s.ch.check_submit_on(kPeer, 777).status, SubmitStatus::NoPath);
     EXPECT_EQ(s.ch.check_submit_on(42, kP2).status, SubmitStatus::UnknownPeer);
     s.ack(5, 0, 0, kP2);  // room again, at the next seq
-    const SubmitResult again = s.ch.check_submit_on(kPeer, kP2);
+    const SubmitCheck again = s.ch.check_submit_on(kPeer, kP2);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again.seq, s.ch.next_seq(kPeer));
+    // A check overtaken by another submission is not trusted: the frame
+    // still gets the next seq, through the full checks.
+    ASSERT_TRUE(s.ch.submit_on(kPeer, kP2, 500, 0).ok());
+    const SubmitResult late = s.ch.submit_checked(kPeer, kP2, again, 501, 0);
+    ASSERT_TRUE(late.ok());
+    EXPECT_EQ(late.seq, again.seq + 1);
 }
 
 TEST(ChannelDirect, AnAckDuringTheCallersTransmissionReleasesAtOnce) {

@@ -141,6 +141,15 @@ struct SubmitResult {
     [[nodiscard]] bool ok() const noexcept { return status == SubmitStatus::Ok; }
 };
 
+// What check_submit_on() found: the answer, the seq the frame will get, and
+// (for submit_checked(), opaque to the caller) the path's slot.
+struct SubmitCheck {
+    SubmitStatus status = SubmitStatus::UnknownPeer;
+    std::uint32_t seq = 0;  // valid when ok()
+    std::uint8_t slot = 0xFF;
+    [[nodiscard]] bool ok() const noexcept { return status == SubmitStatus::Ok; }
+};
+
 // State machines (house style: enum class + name table + one checked
 // transition() that logs `old -> new (reason)`).
 enum class PathState : std::uint8_t {
@@ -311,7 +320,12 @@ class ReliableChannel {
     // come back into the channel before it returns (no BTL that delivers
     // inside its send) may transmit first and submit_on() right after: the
     // bookkeeping then leaves the path from the send to the wire.
-    SubmitResult check_submit_on(PeerId peer, PathId path);
+    SubmitCheck check_submit_on(PeerId peer, PathId path);
+    // submit_on() of the frame `check` allowed, without checking again. If
+    // anything was submitted to the peer in between (the seq moved on), it
+    // is a plain submit_on().
+    SubmitResult submit_checked(PeerId peer, PathId path, const SubmitCheck& check,
+                                FrameToken token, Micros now, std::size_t bytes = 0);
     // The transmission of `ref` on `path` just recorded by submit_on() will
     // report its completion (on_local_complete), under the watchdog.
     void expect_completion(PeerId peer, PathId path, FrameRef ref, Micros now);

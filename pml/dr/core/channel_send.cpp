@@ -401,7 +401,7 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
     return {SubmitStatus::Ok, seq};
 }
 
-SubmitResult ReliableChannel::check_submit_on(PeerId peer, PathId path) {
+SubmitCheck ReliableChannel::check_submit_on(PeerId peer, PathId path) {
     Peer* p = find(peer);
     if (p == nullptr)
         return {SubmitStatus::UnknownPeer, 0};
@@ -412,17 +412,24 @@ SubmitResult ReliableChannel::check_submit_on(PeerId peer, PathId path) {
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
-    return {SubmitStatus::Ok, p->next_seq};
+    return {SubmitStatus::Ok, p->next_seq, slot};
+}
+
+SubmitResult ReliableChannel::submit_checked(PeerId peer, PathId path, const SubmitCheck& check,
+                                             FrameToken token, Micros now, std::size_t bytes) {
+    Peer* p = find(peer);
+    if (!check.ok() || p == nullptr || p->next_seq != check.seq)
+        return submit_on(peer, path, token, now, bytes);
+    return {SubmitStatus::Ok, Ops::add_frame(*this, *p, check.slot, token, now, bytes, false)};
 }
 
 SubmitResult ReliableChannel::submit_on(PeerId peer, PathId path, FrameToken token, Micros now,
                                         std::size_t bytes) {
-    const SubmitResult check = check_submit_on(peer, path);
+    const SubmitCheck check = check_submit_on(peer, path);
     if (!check.ok())
-        return check;
-    Peer& p = *find(peer);
+        return {check.status, 0};
     return {SubmitStatus::Ok,
-            Ops::add_frame(*this, p, Ops::find_slot(p, path), token, now, bytes, false)};
+            Ops::add_frame(*this, *find(peer), check.slot, token, now, bytes, false)};
 }
 
 void ReliableChannel::expect_completion(PeerId peer, PathId path, FrameRef ref, Micros now) {

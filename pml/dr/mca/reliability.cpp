@@ -542,7 +542,7 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {
 namespace {
 
 // The hot path of small frames: the BTL's sendi first, the channel's
-// bookkeeping (submit_on) right after, off the path from the send to the
+// bookkeeping (submit_checked) right after, off the path from the send to the
 // wire. Not on self, which delivers inside sendi (the ACK of a frame not yet
 // recorded could come back), nor on a BTL fault injection is to kill. False:
 // nothing sent, nothing recorded (the usual order follows).
@@ -553,7 +553,7 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
         sf->prebuilt != nullptr || size > btl->btl_eager_limit || is_fail_btl(btl))
         return false;
     const PeerId peer = sf->peer;
-    const core::SubmitResult check = chan().check_submit_on(peer, path);
+    const core::SubmitCheck check = chan().check_submit_on(peer, path);
     if (!check.ok())
         return false;
     const std::uint32_t ack = ack_seq_for(peer);
@@ -565,8 +565,8 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
         return false;
     // Nothing ran in between (the BTL calls nothing back), so the channel
     // assigns the seq the frame went with.
-    const core::SubmitResult res =
-        chan().submit_on(peer, path, reinterpret_cast<core::FrameToken>(sf), g_rel.now, size);
+    const core::SubmitResult res = chan().submit_checked(
+        peer, path, check, reinterpret_cast<core::FrameToken>(sf), g_rel.now, size);
     sf->seq = res.seq;
     handed_over(sf);
     chan().ack_carried(peer, ack);
