@@ -154,6 +154,27 @@ void handed_over(StoredFrame* sf) noexcept {
     }
 }
 
+// Makes the kept copy carry `seq` and the current `ack` (with `add` flags),
+// unless the encoder wrote both already and nothing is to be added.
+void stamp_copy(StoredFrame* sf, std::uint32_t seq, std::uint32_t ack, std::uint16_t add,
+                bool force) noexcept {
+    if (force || sf->encoded_seq != seq || core::ack_seq_of(sf->bytes) != ack)
+        (void)core::stamp(sf->bytes, seq, ack, add);
+}
+
+// Whether the BTL's sendi can take the kept copy whole.
+bool sendi_fits(const mca_btl_base_module_t* btl, std::size_t size) noexcept {
+    return btl->btl_sendi != nullptr && size <= btl->btl_eager_limit;
+}
+
+// The kept copy through the BTL's sendi; true: taken (the caller hands it
+// over once the channel has it recorded: that may complete a request).
+bool sendi_copy(StoredFrame* sf, mca_bml_base_btl_t* bb) noexcept {
+    return mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), sf->bytes.size(), 0, MCA_BTL_NO_ORDER,
+                              MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
+                              nullptr) == OMPI_SUCCESS;
+}
+
 void local_complete(StoredFrame* sf, PathId path, bool ok) noexcept {
     chan().on_local_complete(
         sf->peer, path, FrameRef{sf->seq, reinterpret_cast<core::FrameToken>(sf)}, ok, g_rel.now);
@@ -245,12 +266,8 @@ TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool 
     const std::size_t hdr = sf->repack ? sf->bytes.size() : 0;
     const std::size_t size = sf->repack ? hdr + sf->len : sf->bytes.size();
     if (!sf->repack) {
-        if (retransmit || sf->encoded_seq != sf->seq || core::ack_seq_of(sf->bytes) != ack)
-            (void)core::stamp(sf->bytes, sf->seq, ack, add);
-        if (btl->btl_sendi != nullptr && size <= btl->btl_eager_limit &&
-            mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), size, 0, MCA_BTL_NO_ORDER,
-                               MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
-                               kBtlTag, nullptr) == OMPI_SUCCESS) {
+        stamp_copy(sf, sf->seq, ack, add, retransmit);
+        if (sendi_fits(btl, size) && sendi_copy(sf, bb)) {
             handed_over(sf);
             return carried(TxResult::Done);
         }
@@ -549,19 +566,16 @@ namespace {
 bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noexcept {
     mca_btl_base_module_t* btl = bb->btl;
     const std::size_t size = sf->bytes.size();
-    if (btl->btl_sendi == nullptr || btl == g_rel.self_btl || sf->repack ||
-        sf->prebuilt != nullptr || size > btl->btl_eager_limit || is_fail_btl(btl))
+    if (!sendi_fits(btl, size) || btl == g_rel.self_btl || sf->repack || sf->prebuilt != nullptr ||
+        is_fail_btl(btl))
         return false;
     const PeerId peer = sf->peer;
     const core::SubmitCheck check = chan().check_submit_on(peer, path);
     if (!check.ok())
         return false;
     const std::uint32_t ack = ack_seq_for(peer);
-    if (sf->encoded_seq != check.seq || core::ack_seq_of(sf->bytes) != ack)
-        (void)core::stamp(sf->bytes, check.seq, ack, sf->flags);
-    if (mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), size, 0, MCA_BTL_NO_ORDER,
-                           MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
-                           nullptr) != OMPI_SUCCESS)
+    stamp_copy(sf, check.seq, ack, sf->flags, false);
+    if (!sendi_copy(sf, bb))
         return false;
     // Nothing ran in between (the BTL calls nothing back), so the channel
     // assigns the seq the frame went with.
