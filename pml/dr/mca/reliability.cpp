@@ -75,7 +75,11 @@ struct Reliability {
     std::uint64_t acks_dropped = 0;                   // no descriptor or path for an ACK
     std::uint64_t frames_killed_rx = 0;               // arrived on a BTL fault_fail_btl killed
     std::vector<std::uint8_t> scratch;                // corrupted copies of frames
-    std::vector<StoredFrame*> pool;                   // released frames for reuse
+    // Released frames for reuse, by the capacity of their byte buffers
+    // (kSmallFrame), so a small frame does not take a large buffer.
+    std::vector<StoredFrame*> pool_small;
+    std::vector<StoredFrame*> pool_large;
+    std::size_t pooled_bytes = 0;  // byte capacity held by both pools
     const mca_btl_base_module_t* self_btl = nullptr;  // exempt from fault injection
 };
 Reliability g_rel;
@@ -126,7 +130,13 @@ bool fail_btl_hit(const mca_btl_base_module_t* btl) noexcept {
     return true;
 }
 
+// The frame pools' bounds: frames, and byte buffers' capacity. Without them
+// every eager frame past 4 KiB (tcp's reach 64 KiB) cost a malloc and a free,
+// about 900 instructions, and glibc's trimming of the freed heap page faults.
 constexpr std::size_t kPoolMax = 1024;
+constexpr std::size_t kPoolBytes = std::size_t{4} << 20;
+// A frame of an inline send (4 KiB of payload) and its header.
+constexpr std::size_t kSmallFrame = 4096 + core::kMaxHeaderSize;
 
 // Gives back the sender's first-transmission descriptor if it never went out.
 void drop_prebuilt(StoredFrame* sf) noexcept {
@@ -472,15 +482,18 @@ mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noex
     return nullptr;
 }
 
-StoredFrame* new_frame(PeerId peer) noexcept {
+StoredFrame* new_frame(PeerId peer, std::size_t bytes) noexcept {
+    std::vector<StoredFrame*>& pool =
+        bytes > kSmallFrame && !g_rel.pool_large.empty() ? g_rel.pool_large : g_rel.pool_small;
     StoredFrame* sf = nullptr;
-    if (g_rel.pool.empty()) {
+    if (pool.empty()) {
         // Out of memory for a frame's bookkeeping ends the process, as any
         // other allocation failure of this noexcept glue would.
         sf = new StoredFrame;  // NOLINT(bugprone-unhandled-exception-at-new)
     } else {
-        sf = g_rel.pool.back();
-        g_rel.pool.pop_back();
+        sf = pool.back();
+        pool.pop_back();
+        g_rel.pooled_bytes -= sf->bytes.capacity();
         // The buffer is kept with its old length and content (every caller
         // sets the bytes): resizing a frame to the length it had zero-fills
         // nothing.
@@ -493,8 +506,11 @@ StoredFrame* new_frame(PeerId peer) noexcept {
 }
 
 void discard_frame(StoredFrame* sf) noexcept {
-    if (g_rel.pool.size() < kPoolMax && sf->bytes.capacity() <= 4096) {
-        g_rel.pool.push_back(sf);
+    const std::size_t cap = sf->bytes.capacity();
+    if (g_rel.pooled_bytes + cap <= kPoolBytes &&
+        g_rel.pool_small.size() + g_rel.pool_large.size() < kPoolMax) {
+        (cap > kSmallFrame ? g_rel.pool_large : g_rel.pool_small).push_back(sf);
+        g_rel.pooled_bytes += cap;
         return;
     }
     delete sf;
@@ -783,9 +799,12 @@ void reliability_fini() noexcept {
     g_rel.timer.shutdown();
     g_rel.channel.reset();
     g_rel.limits.clear();
-    for (StoredFrame* sf : g_rel.pool)
-        delete sf;
-    g_rel.pool.clear();
+    for (auto* pool : {&g_rel.pool_small, &g_rel.pool_large}) {
+        for (StoredFrame* sf : *pool)
+            delete sf;
+        pool->clear();
+    }
+    g_rel.pooled_bytes = 0;
 }
 
 }  // namespace pml::dr::mca

@@ -55,9 +55,10 @@ struct StoredFrame {
 };
 
 // A cleared frame from a pool (its byte buffer keeps its capacity, so the
-// hot path does not allocate), and its return when the sender never
-// submitted it. Submitted frames come back to the pool by themselves.
-StoredFrame* new_frame(core::PeerId peer) noexcept;
+// hot path does not allocate; `bytes`: how many it will hold, to pick a
+// buffer of that size), and its return when the sender never submitted it.
+// Submitted frames come back to the pool by themselves.
+StoredFrame* new_frame(core::PeerId peer, std::size_t bytes = 0) noexcept;
 void discard_frame(StoredFrame* sf) noexcept;
 
 // Lifecycle (module.cpp).

@@ -57,15 +57,15 @@ int post_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, mca_btl_base_descrip
     if (frame_len != 0)
         des->des_segments[0].seg_len = frame_len;
     const auto* seg0 = static_cast<const std::uint8_t*>(des->des_segments[0].seg_addr.pval);
-    StoredFrame* sf = new_frame(r->peer);
+    // A frame kept whole: whichever segments the BTL laid it out in.
+    std::size_t total = 0;
+    for (std::size_t i = 0; opts.copy && i < des->des_segment_count; ++i)
+        total += des->des_segments[i].seg_len;
+    StoredFrame* sf = new_frame(r->peer, opts.copy ? total : hdr_size);
     sf->owner = r;
     sf->prebuilt = des;
     sf->prebuilt_bb = bb;
     if (opts.copy) {
-        // The whole frame, whichever segments the BTL laid it out in.
-        std::size_t total = 0;
-        for (std::size_t i = 0; i < des->des_segment_count; ++i)
-            total += des->des_segments[i].seg_len;
         sf->bytes.reserve(total);
         sf->bytes.assign(seg0, seg0 + des->des_segments[0].seg_len);
         for (std::size_t i = 1; i < des->des_segment_count; ++i) {

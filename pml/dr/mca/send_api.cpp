@@ -73,8 +73,8 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     // Packed straight into the copy the reliability layer keeps: a plain
     // copy for contiguous data between same-architecture processes, the
     // convertor otherwise.
-    StoredFrame* sf = new_frame(peer);
     size_t size = type_size * count;
+    StoredFrame* sf = new_frame(peer, core::kMatchHeaderSize + size);
     const bool csum = csum_wanted(bb->btl);
     std::uint32_t crc = 0;
     bool crc_done = false;
