@@ -109,6 +109,17 @@ bool issue_puts(SendRequest* r) noexcept {
 
 }  // namespace
 
+bool rput_expected(const SendRequest* r, const mca_bml_base_btl_t* bb, std::size_t size) noexcept {
+    // The receiver's test (rput_request) on the remainder, and the BTL's own
+    // threshold for its RDMA protocol (tcp: 192 KiB), under which ob1 too
+    // sends the data in frames.
+    const mca_btl_base_module_t* btl = bb->btl;
+    return size >= std::max(btl->btl_max_send_size, btl->btl_min_rdma_pipeline_size) &&
+           put_capable(btl) && r->base.req_send_mode != MCA_PML_BASE_SEND_SYNCHRONOUS &&
+           live_paths(r->peer) == 1 &&
+           !opal_convertor_need_buffers(&r->base.req_base.req_convertor);
+}
+
 void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noexcept {
     if (r->cts_received || r->put_started || r->base.req_base.req_pml_complete)
         return;
