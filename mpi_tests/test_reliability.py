@@ -142,10 +142,10 @@ def test_long_messages_are_put_over_a_single_tcp_path(mpi):
 
 @pytest.mark.mpi_timeout(180)
 def test_rndv_without_data_meets_every_kind_of_receive(mpi):
-    """From 192 KiB (tcp's RDMA threshold) a contiguous message that may be
-    put goes with no data in its RNDV. The semantics suite's receives of such
-    messages include strided ones, which cannot be put and answer with a CTS:
-    the FRAGs must then carry the whole message."""
+    """A contiguous message past tcp's RNDV frame, which may be put, goes
+    with no data in its RNDV. The semantics suite's receives of such messages
+    include strided ones, which cannot be put and answer with a CTS: the
+    FRAGs must then carry the whole message."""
     result = mpi.run("p2p_semantics", np=2, mca=dr(**RPUT), args=[16])
     c = expect_ok(result, "p2p ok: 16 subtests")
     assert c.get("rput_sends", 0) > 0 and c.get("rput_fallbacks", 0) == 0, c

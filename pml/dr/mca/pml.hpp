@@ -248,10 +248,11 @@ void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noex
 bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t offset) noexcept;
 // Receiver: the sender's puts are complete.
 void rput_done(RecvRequest* r) noexcept;
-// Sender: whether a message of `size` bytes on `bb` will likely go by puts
-// (as far as the sender can tell: the receiver decides), so its RNDV should
-// carry no data, which the receiver would copy out of the BTL's buffer.
-bool rput_expected(const SendRequest* r, const mca_bml_base_btl_t* bb, std::size_t size) noexcept;
+// Sender: whether a message longer than an RNDV frame will likely go by
+// puts on `bb` (as far as the sender can tell: the receiver decides), so its
+// RNDV should carry no data, which the receiver would copy out of the BTL's
+// buffer. A receiver asks for puts after an RNDV without data.
+bool rput_expected(const SendRequest* r, const mca_bml_base_btl_t* bb) noexcept;
 // Sender: a PUT arrived on `path` (falls back to FRAGs when it cannot put).
 void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noexcept;
 struct RputStats {

@@ -109,13 +109,8 @@ bool issue_puts(SendRequest* r) noexcept {
 
 }  // namespace
 
-bool rput_expected(const SendRequest* r, const mca_bml_base_btl_t* bb, std::size_t size) noexcept {
-    // The receiver's test (rput_request) on the remainder, and the BTL's own
-    // threshold for its RDMA protocol (tcp: 192 KiB), under which ob1 too
-    // sends the data in frames.
-    const mca_btl_base_module_t* btl = bb->btl;
-    return size >= std::max(btl->btl_max_send_size, btl->btl_min_rdma_pipeline_size) &&
-           put_capable(btl) && r->base.req_send_mode != MCA_PML_BASE_SEND_SYNCHRONOUS &&
+bool rput_expected(const SendRequest* r, const mca_bml_base_btl_t* bb) noexcept {
+    return put_capable(bb->btl) && r->base.req_send_mode != MCA_PML_BASE_SEND_SYNCHRONOUS &&
            live_paths(r->peer) == 1 &&
            !opal_convertor_need_buffers(&r->base.req_base.req_convertor);
 }
@@ -145,8 +140,9 @@ void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noe
 bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t offset) noexcept {
     const auto* btl = btl_of(info.path);
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
-    // Short remainders are cheaper as FRAGs (the put-done frame is extra).
-    if (r->bytes_expected - offset < btl->btl_max_send_size || !put_capable(btl) ||
+    // Short remainders are cheaper as FRAGs (the put-done frame is extra),
+    // unless the RNDV carried no data: its sender expected puts.
+    if ((offset > 0 && r->bytes_expected - offset < btl->btl_max_send_size) || !put_capable(btl) ||
         live_paths(r->peer) != 1 || opal_convertor_need_buffers(conv))
         return false;
     void* base = buffer_start(conv);

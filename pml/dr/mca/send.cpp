@@ -442,7 +442,7 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     // A message the receiver will likely have put in place goes without
     // data in its RNDV, as with ob1.
     std::size_t first =
-        rndv_frame > core::kRndvHeaderSize && !rput_expected(r, bb, size)
+        rndv_frame > core::kRndvHeaderSize && (fits_rndv || !rput_expected(r, bb))
             ? std::min({size, rndv_frame - core::kRndvHeaderSize, s.config.eager_limit})
             : 0;
     // Without eager credit the RNDV goes without data and asks for credit.
