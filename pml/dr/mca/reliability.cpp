@@ -134,7 +134,7 @@ bool fail_btl_hit(const mca_btl_base_module_t* btl) noexcept {
 // every eager frame past 4 KiB (tcp's reach 64 KiB) cost a malloc and a free,
 // about 900 instructions, and glibc's trimming of the freed heap page faults.
 constexpr std::size_t kPoolMax = 1024;
-constexpr std::size_t kPoolBytes = std::size_t{4} << 20;
+constexpr std::size_t kPoolBytes = std::size_t{1} << 20;
 // A frame of an inline send (4 KiB of payload) and its header.
 constexpr std::size_t kSmallFrame = 4096 + core::kMaxHeaderSize;
 
@@ -483,6 +483,14 @@ mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noex
 }
 
 StoredFrame* new_frame(PeerId peer, std::size_t bytes) noexcept {
+    // Large buffers too short for this frame are from messages of an earlier
+    // size: freed, not grown (growing copies the stale bytes along).
+    while (bytes > kSmallFrame && !g_rel.pool_large.empty() &&
+           g_rel.pool_large.back()->bytes.capacity() < bytes) {
+        g_rel.pooled_bytes -= g_rel.pool_large.back()->bytes.capacity();
+        delete g_rel.pool_large.back();
+        g_rel.pool_large.pop_back();
+    }
     std::vector<StoredFrame*>& pool =
         bytes > kSmallFrame && !g_rel.pool_large.empty() ? g_rel.pool_large : g_rel.pool_small;
     StoredFrame* sf = nullptr;
