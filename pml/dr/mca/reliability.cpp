@@ -130,9 +130,10 @@ bool fail_btl_hit(const mca_btl_base_module_t* btl) noexcept {
     return true;
 }
 
-// The frame pools' bounds: frames, and byte buffers' capacity. Without them
-// every eager frame past 4 KiB (tcp's reach 64 KiB) cost a malloc and a free,
-// about 900 instructions, and glibc's trimming of the freed heap page faults.
+// What the frame pools hold at most: frames, and bytes of buffer capacity.
+// Large buffers are pooled too: unpooled, every eager frame past 4 KiB (tcp's
+// reach 64 KiB) cost a malloc and a free, about 900 instructions, and page
+// faults after glibc trimmed the freed heap.
 constexpr std::size_t kPoolMax = 1024;
 constexpr std::size_t kPoolBytes = std::size_t{1} << 20;
 // A frame of an inline send (4 KiB of payload) and its header.
