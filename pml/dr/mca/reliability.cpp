@@ -72,14 +72,14 @@ struct Reliability {
     // fault_fail_btl: frames this process sent over that BTL, and whether it died.
     std::uint64_t fail_btl_frames = 0;
     bool fail_btl_dead = false;
-    std::uint64_t acks_dropped = 0;                   // no descriptor or path for an ACK
-    std::uint64_t frames_killed_rx = 0;               // arrived on a BTL fault_fail_btl killed
-    std::vector<std::uint8_t> scratch;                // corrupted copies of frames
+    std::uint64_t acks_dropped = 0;      // no descriptor or path for an ACK
+    std::uint64_t frames_killed_rx = 0;  // arrived on a BTL fault_fail_btl killed
+    std::vector<std::uint8_t> scratch;   // corrupted copies of frames
     // Released frames for reuse, by the capacity of their byte buffers
     // (kSmallFrame), so a small frame does not take a large buffer.
     std::vector<StoredFrame*> pool_small;
     std::vector<StoredFrame*> pool_large;
-    std::size_t pooled_bytes = 0;  // byte capacity held by both pools
+    std::size_t pooled_bytes = 0;                     // byte capacity held by both pools
     const mca_btl_base_module_t* self_btl = nullptr;  // exempt from fault injection
 };
 Reliability g_rel;
