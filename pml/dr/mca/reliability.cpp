@@ -23,8 +23,9 @@ using plugin::common::LogLevel;
 using plugin::common::Micros;
 using plugin::common::monotonic_now;
 
-constexpr std::uint32_t kDesFlags =
-    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+// Without MCA_BTL_DES_SEND_ALWAYS_CALLBACK: a BTL that sends a frame whole
+// inside its send (tcp, self) returns 1 and calls nothing back (post()).
+constexpr std::uint32_t kDesFlags = MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
 
 struct PeerLimits {
     std::size_t max_frame = std::numeric_limits<std::size_t>::max();
@@ -213,12 +214,24 @@ void frame_sent(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t*,
 void control_sent(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t*,
                   int) noexcept {}
 
-TxResult post(StoredFrame* sf, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t* des,
-              PathId path) noexcept {
+// Sends a frame's descriptor. `owe()` tells the channel to expect its
+// completion, called unless the BTL finished the send inside its call
+// (returned 1): then it calls nothing back, and the frame is done as a
+// sendi's is.
+template <typename Owe>
+TxResult post(StoredFrame* sf, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t* des, PathId path,
+              Owe&& owe) noexcept {
     des->des_cbfunc = frame_sent;
     des->des_cbdata = sf;
     ++sf->holds;
     const int rc = mca_bml_base_send(bb, des, kBtlTag);
+    if (rc == 1) {
+        --sf->holds;
+        handed_over(sf);
+        destroy_if_done(sf);  // acked inside the send (self), and nobody else holds it
+        return TxResult::Done;
+    }
+    owe();
     if (rc >= 0)
         return TxResult::Posted;
     --sf->holds;
@@ -237,7 +250,6 @@ TxResult post(StoredFrame* sf, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t
 TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool retransmit,
                      bool owed = true) noexcept {
     mca_btl_base_module_t* btl = btl_of(path);
-    // Before the BTL is asked: it may complete the descriptor inside its send.
     const auto owe = [sf, path, &owed]() noexcept {
         if (!owed)
             chan().expect_completion(sf->peer, path,
@@ -266,11 +278,10 @@ TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool 
         mca_bml_base_btl_t* pbb = sf->prebuilt_bb;
         sf->prebuilt = nullptr;
         if (!retransmit && pbb->btl == btl) {
-            owe();
             mca_btl_base_segment_t& seg = des->des_segments[0];
             (void)core::stamp({static_cast<std::uint8_t*>(seg.seg_addr.pval), seg.seg_len}, sf->seq,
                               ack, add);
-            return carried(post(sf, bb, des, path));
+            return carried(post(sf, bb, des, path, owe));
         }
         mca_bml_base_free(pbb, des);
     }
@@ -283,11 +294,12 @@ TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool 
             return carried(TxResult::Done);
         }
     }
-    owe();
     mca_btl_base_descriptor_t* des = nullptr;
     mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, size, kDesFlags);
-    if (des == nullptr)
+    if (des == nullptr) {
+        owe();  // what the retry from progress expects
         return TxResult::Busy;
+    }
     auto* out = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
     if (!sf->repack) {
         std::memcpy(out, sf->bytes.data(), size);
@@ -304,13 +316,14 @@ TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool 
             logf(*state().log, LogLevel::Error, "cannot re-pack a frame to peer %u for resending",
                  sf->peer);
             mca_bml_base_free(bb, des);
+            owe();
             local_complete(sf, path, false);
             return TxResult::Failed;
         }
         (void)core::stamp({out, hdr}, sf->seq, ack, add);
     }
     des->des_segments[0].seg_len = size;
-    return carried(post(sf, bb, des, path));
+    return carried(post(sf, bb, des, path, owe));
 }
 
 // A transmission that found the BTL out of descriptors is retried from
@@ -324,8 +337,8 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
     ++sf->holds;
     defer(nullptr, [sf, path, retransmit] {
         g_rel.now = monotonic_now();
-        --sf->holds;
         if (sf->released) {
+            --sf->holds;
             destroy_if_done(sf);
             return true;
         }
@@ -333,17 +346,19 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
             // The path failed while this frame waited for a descriptor (a
             // dead BTL refuses them for good): the channel re-drives it on
             // another path.
+            --sf->holds;
             local_complete(sf, path, false);
             rearm();
             return true;
         }
+        // Still held: a send done inside the BTL's call may release it.
         const TxResult again = put_on_path(sf, find_bml(sf->peer, btl_of(path)), path, retransmit);
-        if (again == TxResult::Busy) {
-            ++sf->holds;
+        if (again == TxResult::Busy)
             return false;
-        }
         if (again == TxResult::Done)
             local_complete(sf, path, true);
+        --sf->holds;
+        destroy_if_done(sf);
         rearm();
         return true;
     });

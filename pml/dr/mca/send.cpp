@@ -21,8 +21,8 @@ void check_send_done(SendRequest* r) noexcept {
 
 namespace {
 
-constexpr std::uint32_t kDesFlags =
-    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+// As the reliability glue's (which posts these): no ALWAYS_CALLBACK.
+constexpr std::uint32_t kDesFlags = MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
 
 void schedule_frags(SendRequest* r) noexcept;
 
