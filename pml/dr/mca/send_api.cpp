@@ -13,8 +13,9 @@ namespace {
 // built straight into the copy the reliability layer keeps, which goes to
 // the BTL's sendi (a request, a descriptor and a completion callback less
 // than the request path; the same two copies), or, on a BTL without one
-// (tcp), into a descriptor whose completion usually comes back inside the
-// send. Up to the largest frame the pool of kept copies recycles.
+// (tcp), into a descriptor the BTL usually sends whole inside its call
+// (then owing no callback). Up to the largest frame of the small pool of
+// kept copies.
 constexpr std::size_t kInlineMax = 4096 - core::kMatchHeaderSize;
 
 // A started, non-persistent send request (nullptr: none free).
