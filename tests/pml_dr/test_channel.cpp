@@ -434,14 +434,15 @@ TEST(ChannelPeerDeath, APeerSilentOnEveryPathKeepsItsPathsUntilPeerDeadTimeout) 
 }
 
 TEST(ChannelPeerDeath, APathIsFailedOnlyWhenThePeerWasHeardElsewhereSinceItStalled) {
-    Sender s;          // ack_timeout 1000, 2 retries
-    s.submit(1, kP1);  // sent at 0, never answered on kP1
+    Sender s;  // ack_timeout 1000, 2 retries
     // Heard on kP2 before kP1's frame went out: says nothing about kP1.
-    s.out.now = 0;
-    s.run_timers(time_to_fail(1000, 2));
+    EXPECT_EQ(s.ch.on_data(kPeer, kP2, 1, 0), Verdict::Deliver);
+    s.out.now = 10;
+    s.submit(1, kP1);  // sent at 10, never answered on kP1
+    s.run_timers(10 + time_to_fail(1000, 2));
     EXPECT_TRUE(s.out.failed.empty());
     // Heard on kP2 after: the peer is alive and ignores kP1.
-    EXPECT_EQ(s.ch.on_data(kPeer, kP2, 1, 7000), Verdict::Deliver);
+    EXPECT_EQ(s.ch.on_data(kPeer, kP2, 2, 7000), Verdict::Deliver);
     s.run_timers(100'000);
     EXPECT_EQ(s.out.failed, (std::vector<PathId>{kP1}));
     EXPECT_TRUE(s.out.dead.empty()) << "kP2 carries the frame now";
