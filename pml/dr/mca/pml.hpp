@@ -21,6 +21,13 @@ namespace pml::dr::mca {
 // The one BTL tag pml dr registers; the frame type travels in our header.
 inline constexpr mca_btl_base_tag_t kBtlTag = MCA_BTL_TAG_PML + 1;
 
+// Flags of every frame descriptor. No MCA_BTL_DES_SEND_ALWAYS_CALLBACK: a BTL
+// that sends a frame whole inside its send (tcp, self) then returns 1 and
+// calls nothing back, which the reliability glue's post() relies on (with
+// the flag, tcp would call back and return 1 as well).
+inline constexpr std::uint32_t kFrameDesFlags =
+    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+
 // A BTL module is a channel path (core::PathId) to each peer it reaches; its
 // name for logs.
 inline std::uint64_t path_of(const mca_btl_base_module_t* btl) noexcept {

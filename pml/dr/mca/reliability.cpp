@@ -23,10 +23,6 @@ using plugin::common::LogLevel;
 using plugin::common::Micros;
 using plugin::common::monotonic_now;
 
-// Without MCA_BTL_DES_SEND_ALWAYS_CALLBACK: a BTL that sends a frame whole
-// inside its send (tcp, self) returns 1 and calls nothing back (post()).
-constexpr std::uint32_t kDesFlags = MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-
 struct PeerLimits {
     std::size_t max_frame = std::numeric_limits<std::size_t>::max();
     std::size_t eager = std::numeric_limits<std::size_t>::max();
@@ -183,8 +179,7 @@ bool sendi_fits(const mca_btl_base_module_t* btl, std::size_t size) noexcept {
 // over once the channel has it recorded: that may complete a request).
 bool sendi_copy(StoredFrame* sf, mca_bml_base_btl_t* bb) noexcept {
     return mca_bml_base_sendi(bb, nullptr, sf->bytes.data(), sf->bytes.size(), 0, MCA_BTL_NO_ORDER,
-                              MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
-                              nullptr) == OMPI_SUCCESS;
+                              kFrameDesFlags, kBtlTag, nullptr) == OMPI_SUCCESS;
 }
 
 void local_complete(StoredFrame* sf, PathId path, bool ok) noexcept {
@@ -226,9 +221,10 @@ TxResult post(StoredFrame* sf, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t
     ++sf->holds;
     const int rc = mca_bml_base_send(bb, des, kBtlTag);
     if (rc == 1) {
+        // The caller holds the frame too: one acked inside the send (self)
+        // is freed when it lets go.
         --sf->holds;
         handed_over(sf);
-        destroy_if_done(sf);  // acked inside the send (self), and nobody else holds it
         return TxResult::Done;
     }
     owe();
@@ -295,7 +291,7 @@ TxResult put_on_path(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, bool 
         }
     }
     mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, size, kDesFlags);
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, size, kFrameDesFlags);
     if (des == nullptr) {
         owe();  // what the retry from progress expects
         return TxResult::Busy;
@@ -368,7 +364,11 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
 bool Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
     auto* sf = from_handle<StoredFrame>(ref.token);
     sf->seq = ref.seq;
-    return transmit_or_defer(sf, find_bml(sf->peer, btl_of(path)), path, retransmit);
+    ++sf->holds;  // over the BTL call, as in submit_direct()
+    const bool done = transmit_or_defer(sf, find_bml(sf->peer, btl_of(path)), path, retransmit);
+    --sf->holds;
+    destroy_if_done(sf);
+    return done;
 }
 
 void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
@@ -381,11 +381,10 @@ void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
     }
     if (btl->btl_sendi != nullptr &&
         mca_bml_base_sendi(bb, nullptr, const_cast<std::uint8_t*>(buf), len, 0, MCA_BTL_NO_ORDER,
-                           MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP, kBtlTag,
-                           nullptr) == OMPI_SUCCESS)
+                           kFrameDesFlags, kBtlTag, nullptr) == OMPI_SUCCESS)
         return;
     mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, len, kDesFlags);
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, len, kFrameDesFlags);
     if (des == nullptr) {
         ++g_rel.acks_dropped;
         return;

@@ -35,6 +35,13 @@ bool put_capable(const mca_btl_base_module_t* btl) noexcept {
            btl->btl_register_mem == nullptr && !csum_wanted(btl);
 }
 
+// What both ends require of puts to or from this side's buffer (the
+// receiver asks with it, the sender answers and predicts with it).
+bool puts_allowed(const mca_btl_base_module_t* btl, core::PeerId peer,
+                  const opal_convertor_t* conv) noexcept {
+    return put_capable(btl) && live_paths(peer) == 1 && !opal_convertor_need_buffers(conv);
+}
+
 // Everything is written: tell the receiver, on the same path. The send then
 // completes once that frame is acknowledged (check_send_done).
 bool send_put_done(SendRequest* r) noexcept {
@@ -110,9 +117,8 @@ bool issue_puts(SendRequest* r) noexcept {
 }  // namespace
 
 bool rput_expected(const SendRequest* r, const mca_bml_base_btl_t* bb) noexcept {
-    return put_capable(bb->btl) && r->base.req_send_mode != MCA_PML_BASE_SEND_SYNCHRONOUS &&
-           live_paths(r->peer) == 1 &&
-           !opal_convertor_need_buffers(&r->base.req_base.req_convertor);
+    return r->base.req_send_mode != MCA_PML_BASE_SEND_SYNCHRONOUS &&
+           puts_allowed(bb->btl, r->peer, &r->base.req_base.req_convertor);
 }
 
 void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noexcept {
@@ -120,8 +126,7 @@ void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noe
         return;
     const auto* btl = btl_of(path);
     mca_bml_base_btl_t* bb = find_bml(r->peer, btl);
-    if (bb == nullptr || !put_capable(btl) || live_paths(r->peer) != 1 ||
-        opal_convertor_need_buffers(&r->base.req_base.req_convertor)) {
+    if (bb == nullptr || !puts_allowed(btl, r->peer, &r->base.req_base.req_convertor)) {
         handle_cts(r, core::cts_of(put));
         return;
     }
@@ -142,8 +147,8 @@ bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t o
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
     // Short remainders are cheaper as FRAGs (the put-done frame is extra),
     // unless the RNDV carried no data: its sender expected puts.
-    if ((offset > 0 && r->bytes_expected - offset < btl->btl_max_send_size) || !put_capable(btl) ||
-        live_paths(r->peer) != 1 || opal_convertor_need_buffers(conv))
+    if ((offset > 0 && r->bytes_expected - offset < btl->btl_max_send_size) ||
+        !puts_allowed(btl, r->peer, conv))
         return false;
     void* base = buffer_start(conv);
     if (base == nullptr)

@@ -21,9 +21,6 @@ void check_send_done(SendRequest* r) noexcept {
 
 namespace {
 
-// As the reliability glue's (which posts these): no ALWAYS_CALLBACK.
-constexpr std::uint32_t kDesFlags = MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-
 void schedule_frags(SendRequest* r) noexcept;
 
 // The next BTL of `arr` in round-robin order whose path to `peer` the
@@ -105,7 +102,7 @@ int send_prepared_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_
     opal_convertor_set_position(conv, &pos);
     size_t size = len;
     mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_prepare_src(bb, conv, MCA_BTL_NO_ORDER, hdr_size, &size, kDesFlags, &des);
+    mca_bml_base_prepare_src(bb, conv, MCA_BTL_NO_ORDER, hdr_size, &size, kFrameDesFlags, &des);
     if (des == nullptr)
         return OMPI_ERR_OUT_OF_RESOURCE;
     if (size == 0 || des->des_segments[0].seg_len < hdr_size) {
@@ -153,7 +150,7 @@ int send_data_frame(SendRequest* r, mca_bml_base_btl_t* bb, std::size_t hdr_size
             return rc;
     }
     mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kDesFlags);
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, hdr_size + len, kFrameDesFlags);
     if (des == nullptr)
         return OMPI_ERR_OUT_OF_RESOURCE;
     auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
@@ -352,7 +349,7 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     if (bb->btl->btl_eager_limit < core::kRndvHeaderSize + hlen)
         return OMPI_ERR_NOT_AVAILABLE;
     mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, core::kRndvHeaderSize + hlen, kDesFlags);
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, core::kRndvHeaderSize + hlen, kFrameDesFlags);
     if (des == nullptr)
         return OMPI_ERR_OUT_OF_RESOURCE;
     auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
