@@ -151,6 +151,34 @@ def test_rndv_without_data_meets_every_kind_of_receive(mpi):
     assert c.get("rput_sends", 0) > 0 and c.get("rput_fallbacks", 0) == 0, c
 
 
+# tcp with at most 8 descriptors and 8 KiB socket buffers: the semantics
+# suite's flood (3000 isends to a receiver that sleeps first) fills the
+# socket, tcp queues its descriptors and runs out.
+FEW_DESCRIPTORS = {
+    "btl_tcp_free_list_max": 8,
+    "btl_tcp_sndbuf": 8192,
+    "btl_tcp_rcvbuf": 8192,
+    "pml_dr_stats": 1,
+}
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("faulty", [False, True], ids=["clean", "faults"])
+def test_frames_wait_for_a_descriptor_when_the_btl_has_none(mpi, faulty):
+    """A frame that finds no free BTL descriptor waits in progress and goes
+    once one is back, in order and intact; resends of lost frames may have
+    to wait the same way."""
+    extra = {"pml_dr_fault_drop": 0.02, "pml_dr_fault_dup": 0.01,
+             "pml_dr_ack_timeout": 20} if faulty else {}
+    mca = dr("self,tcp", **FEW_DESCRIPTORS, **extra)
+    c = expect_ok(mpi.run("p2p_semantics", np=2, mca=mca, args=[16]), "p2p ok: 16 subtests")
+    assert c.get("descriptor_waits", 0) > 0, c
+    if faulty:
+        assert c.get("retransmits", 0) > 0, c
+    else:  # a waiting frame the retry lost would be resent by its ACK timer
+        assert c.get("retransmits", 0) == 0, c
+
+
 @pytest.mark.mpi_timeout(120)
 def test_long_messages_are_acknowledged_by_their_cts(mpi):
     """A long message over vader's single-copy get asks for no ACK frame of

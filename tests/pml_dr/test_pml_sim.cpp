@@ -254,7 +254,8 @@ class SimRun {
     }
     bool glue_admit(int rank, PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
         Node& node = nodes_[static_cast<std::size_t>(rank)];
-        const Verdict v = node.ch->on_data(peer, path, c.frame_seq, sim_.now(), bytes);
+        const Verdict v =
+            node.ch->on_sequenced(peer, path, c.frame_seq, c.ack_seq, sim_.now(), bytes, false);
         if (v == Verdict::Deliver && node.arriving) {
             const MatchHdr& h = node.arriving->second;
             node.want = node.oracle->arrive(node.arriving->first, h.match.tag, h.match.msg_seq);

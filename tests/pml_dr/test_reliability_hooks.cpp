@@ -95,6 +95,7 @@ struct Gate : FrameGate {
     bool is_fresh = true;
     [[nodiscard]] bool fresh(PeerId, std::uint32_t) const override { return is_fresh; }
     bool admit(PeerId, std::uint64_t path, const Common& c, std::size_t) override {
+        carried.push_back(c.ack_seq);
         seen.push_back(c.frame_seq);
         paths.push_back(path);
         return verdict;

@@ -251,8 +251,8 @@ void ReliableChannel::reschedule(PeerId id) noexcept {
         p->indexed = d;
 }
 
-void ReliableChannel::flush_outputs() {
-    if (draining_ || (queue_.empty() && released_.empty()))
+void ReliableChannel::drain_outputs() {
+    if (draining_)
         return;  // a nested call: the outer drain hands these over
     draining_ = true;
     struct Reset {

@@ -360,6 +360,10 @@ class ReliableChannel {
     // request): acknowledge it at once instead of coalescing.
     Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0,
                     bool ack_now = false);
+    // on_carried_ack(ack_seq) then on_data(seq), with one peer lookup: the
+    // receive path of every sequenced frame.
+    Verdict on_sequenced(PeerId peer, PathId path, std::uint32_t seq, std::uint32_t ack_seq,
+                         Micros now, std::size_t bytes, bool ack_now);
     // The ack_seq a frame to `peer` carries now: every seq up to it arrived.
     [[nodiscard]] std::uint32_t ack_seq(PeerId peer) const noexcept;
     // A frame carrying ack_seq() went to `peer`: when that is all an ACK
@@ -414,7 +418,12 @@ class ReliableChannel {
         return peer < peers_.size() ? peers_[peer].get() : nullptr;
     }
     void reschedule(PeerId id) noexcept;
-    void flush_outputs();
+    // Hands the queued outputs to out_ (nothing queued, the usual case: inline).
+    void flush_outputs() {
+        if (!queue_.empty() || !released_.empty())
+            drain_outputs();
+    }
+    void drain_outputs();
 
     ChannelParams params_;
     ChannelOutput& out_;

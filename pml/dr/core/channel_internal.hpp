@@ -221,6 +221,9 @@ struct ReliableChannel::Ops {
     static void rx_put(const Ch& ch, Peer& p, std::uint32_t seq, bool on) noexcept;
     static void rx_advance(const Ch& ch, Peer& p) noexcept;
     static bool arrived(const Ch& ch, const Peer& p, std::uint32_t s) noexcept;
+    static void carried(Ch& ch, Peer& p, std::uint32_t ack_seq, Micros now);
+    static Verdict data(Ch& ch, Peer& p, PathId path, std::uint32_t seq, Micros now,
+                        std::size_t bytes, bool ack_now);
     static void mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micros now);
     static void flush_acks(Ch& ch, Peer& p, Micros now);
 };

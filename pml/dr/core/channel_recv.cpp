@@ -172,61 +172,79 @@ void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Mi
 Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now,
                                  std::size_t bytes, bool ack_now) {
     Peer* p = find(peer);
-    if (p == nullptr || p->state == PeerState::Dead)
+    if (p == nullptr)
+        return Verdict::Drop;
+    return Ops::data(*this, *p, path, seq, now, bytes, ack_now);
+}
+
+Verdict ReliableChannel::on_sequenced(PeerId peer, PathId path, std::uint32_t seq,
+                                      std::uint32_t ack_seq, Micros now, std::size_t bytes,
+                                      bool ack_now) {
+    Peer* p = find(peer);
+    if (p == nullptr)
+        return Verdict::Drop;
+    Ops::carried(*this, *p, ack_seq, now);
+    return Ops::data(*this, *p, path, seq, now, bytes, ack_now);
+}
+
+Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t seq, Micros now,
+                                   std::size_t bytes, bool ack_now) {
+    if (p.state == PeerState::Dead)
         return Verdict::Drop;
     if (seq == 0) {
-        ++p->counters.bad_seq;
+        ++p.counters.bad_seq;
         return Verdict::Drop;
     }
-    if (p->rx_bits.empty()) {
-        p->rx_bits.assign(params_.window / 64, 0);
-        p->dirty.reserve(params_.window / kVfragFrames + 1);
+    if (p.rx_bits.empty()) {
+        p.rx_bits.assign(ch.params_.window / 64, 0);
+        p.dirty.reserve(ch.params_.window / kVfragFrames + 1);
     }
-    const std::int32_t d = seq_diff(seq, p->rx_cum);
-    if (d > static_cast<std::int32_t>(params_.window)) {
-        ++p->counters.too_far_dropped;  // not acked: the sender resends later
+    const std::int32_t d = seq_diff(seq, p.rx_cum);
+    if (d > static_cast<std::int32_t>(ch.params_.window)) {
+        ++p.counters.too_far_dropped;  // not acked: the sender resends later
         return Verdict::Drop;
     }
-    if (path != p->ack_path) {
-        p->ack_path = path;
-        p->ack_slot = Ops::find_slot(*p, path);
+    if (path != p.ack_path) {
+        p.ack_path = path;
+        p.ack_slot = find_slot(p, path);
     }
-    if (d <= 0 || Ops::rx_bit(*this, *p, seq)) {
-        if (p->ack_slot != kNoSlot)
-            p->paths[p->ack_slot].last_heard = now;  // the peer resends that way
+    // rx_cum + 1 never has its bit set: rx_advance() moves over set bits.
+    if (d <= 0 || (d > 1 && rx_bit(ch, p, seq))) {
+        if (p.ack_slot != kNoSlot)
+            p.paths[p.ack_slot].last_heard = now;  // the peer resends that way
         // Re-ack at once: the ACK that covered it may have been lost.
-        ++p->counters.duplicates_dropped;
+        ++p.counters.duplicates_dropped;
         if (d > 0)
-            Ops::mark_dirty(*this, *p, seq / kVfragFrames, now);
-        Ops::flush_acks(*this, *p, now);
-        reschedule(peer);
-        flush_outputs();
+            mark_dirty(ch, p, seq / kVfragFrames, now);
+        flush_acks(ch, p, now);
+        ch.reschedule(p.id);
+        ch.flush_outputs();
         return Verdict::Duplicate;
     }
     if (d == 1) {
         // In order: the cumulative seq says it all, no selective ACK needed
         // (later arrivals already marked their vfrags).
-        p->rx_cum = seq;
+        p.rx_cum = seq;
     } else {
-        Ops::mark_dirty(*this, *p, seq / kVfragFrames, now);
-        Ops::rx_put(*this, *p, seq, true);
+        mark_dirty(ch, p, seq / kVfragFrames, now);
+        rx_put(ch, p, seq, true);
     }
-    Ops::rx_advance(*this, *p);
-    ++p->counters.frames_delivered;
-    p->counters.bytes_delivered += bytes;
-    if (p->ack_slot != kNoSlot) {
-        PathSlot& pa = p->paths[p->ack_slot];
+    rx_advance(ch, p);
+    ++p.counters.frames_delivered;
+    p.counters.bytes_delivered += bytes;
+    if (p.ack_slot != kNoSlot) {
+        PathSlot& pa = p.paths[p.ack_slot];
         pa.last_heard = now;  // the peer is alive that way
         ++pa.counters.frames_received;
         pa.counters.bytes_received += bytes;
     }
-    if (++p->rx_unacked >= params_.ack_every || ack_now) {
-        Ops::flush_acks(*this, *p, now);  // only clears deadlines
-    } else if (p->ack_due == kNever) {
-        p->ack_due = add_saturating(now, params_.ack_delay);
-        Ops::due_by(*this, *p, p->ack_due);
+    if (++p.rx_unacked >= ch.params_.ack_every || ack_now) {
+        flush_acks(ch, p, now);  // only clears deadlines
+    } else if (p.ack_due == kNever) {
+        p.ack_due = add_saturating(now, ch.params_.ack_delay);
+        due_by(ch, p, p.ack_due);
     }
-    flush_outputs();
+    ch.flush_outputs();
     return Verdict::Deliver;
 }
 

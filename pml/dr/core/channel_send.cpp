@@ -588,23 +588,27 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
 
 void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq, Micros now) {
     (void)path;
-    Peer* p = find(peer);
-    if (p == nullptr || p->state == PeerState::Dead || !seq_gt(ack_seq, p->carried))
+    if (Peer* p = find(peer))
+        Ops::carried(*this, *p, ack_seq, now);
+}
+
+void ReliableChannel::Ops::carried(Ch& ch, Peer& p, std::uint32_t ack_seq, Micros now) {
+    if (p.state == PeerState::Dead || !seq_gt(ack_seq, p.carried))
         return;
-    if (!seq_lt(ack_seq, p->next_seq) || p->window.empty()) {
-        ++p->counters.bad_acks;  // acknowledges what was never sent
-        logf(log_, LogLevel::Debug, "pml dr channel: peer %u: bad ack_seq %u (next %u)", peer,
-             ack_seq, p->next_seq);
+    if (!seq_lt(ack_seq, p.next_seq) || p.window.empty()) {
+        ++p.counters.bad_acks;  // acknowledges what was never sent
+        logf(ch.log_, LogLevel::Debug, "pml dr channel: peer %u: bad ack_seq %u (next %u)", p.id,
+             ack_seq, p.next_seq);
         return;
     }
-    p->carried = ack_seq;
-    p->carried_at = now;
+    p.carried = ack_seq;
+    p.carried_at = now;
     // Applied in batches, as ACK frames are: releasing costs about the same
     // for one frame as for many. Timers, a full window, path failure and
     // flush_acks() settle the rest first.
-    if (!p->batch_due && static_cast<std::uint32_t>(ack_seq - p->cum_acked) >= params_.ack_every) {
-        p->batch_due = true;
-        batch_due_.push_back(peer);
+    if (!p.batch_due && static_cast<std::uint32_t>(ack_seq - p.cum_acked) >= ch.params_.ack_every) {
+        p.batch_due = true;
+        ch.batch_due_.push_back(p.id);
     }
 }
 

@@ -210,7 +210,6 @@ bool Engine::on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sin
 }
 
 bool Engine::pass_gate(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
-    gate_->on_carried_ack(peer, path, c.ack_seq);  // true even when the frame is a duplicate
     if (gate_->admit(peer, path, c, bytes))
         return true;
     ++rx_.not_admitted;

@@ -63,8 +63,11 @@ class EngineSink : public MatchSink {
 class FrameGate {
   public:
     virtual ~FrameGate() = default;
-    // A sequenced frame (all but ACK): true if it arrives for the first time
-    // and must be processed; false drops it (duplicate, outside the window).
+    // A sequenced frame (all but ACK and NACK): first takes the cumulative
+    // ack_seq it carries (also from a frame it refuses: that acknowledgement
+    // holds all the same), then returns true if the frame arrives for the
+    // first time and must be processed; false drops it (duplicate, outside
+    // the window).
     virtual bool admit(PeerId peer, std::uint64_t path, const Common& common,
                        std::size_t frame_bytes) = 0;
     // Whether a frame with `seq` would be a first arrival (admit() would take
@@ -72,7 +75,7 @@ class FrameGate {
     // it is admitted, which must never happen for a copy of one delivered.
     [[nodiscard]] virtual bool fresh(PeerId peer, std::uint32_t seq) const = 0;
     virtual void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) = 0;
-    // The cumulative ack_seq a sequenced frame carries (before admit()).
+    // The cumulative ack_seq a NACK carries (admit() takes that of the others).
     virtual void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) = 0;
     // The peer reports our frame `seq` arrived damaged.
     virtual void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;

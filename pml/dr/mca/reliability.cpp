@@ -71,6 +71,7 @@ struct Reliability {
     bool fail_btl_dead = false;
     std::uint64_t acks_dropped = 0;      // no descriptor or path for an ACK
     std::uint64_t frames_killed_rx = 0;  // arrived on a BTL fault_fail_btl killed
+    std::uint64_t descriptor_waits = 0;  // frames deferred: the BTL had no descriptor free
     std::vector<std::uint8_t> scratch;   // corrupted copies of frames
     // Released frames for reuse, by the capacity of their byte buffers
     // (kSmallFrame), so a small frame does not take a large buffer.
@@ -330,6 +331,7 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
     const TxResult first = put_on_path(sf, bb, path, retransmit, owed);
     if (first != TxResult::Busy)
         return first == TxResult::Done;
+    ++g_rel.descriptor_waits;
     ++sf->holds;
     defer(nullptr, [sf, path, retransmit] {
         g_rel.now = monotonic_now();
@@ -457,8 +459,11 @@ void Glue::release(core::FrameToken token, bool acked) noexcept {
 }
 
 bool Glue::admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) {
-    return chan().on_data(peer, path, c.frame_seq, g_rel.now, bytes,
-                          (c.flags & core::kFlagAckNow) != 0) == core::Verdict::Deliver;
+    const core::Verdict v = chan().on_sequenced(peer, path, c.frame_seq, c.ack_seq, g_rel.now,
+                                                bytes, (c.flags & core::kFlagAckNow) != 0);
+    if (chan().batches_due())
+        g_rel.batches_due.store(true, std::memory_order_relaxed);
+    return v == core::Verdict::Deliver;
 }
 
 void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
@@ -616,6 +621,8 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
     stamp_copy(sf, check.seq, ack, sf->flags, false);
     if (!sendi_copy(sf, bb))
         return false;
+    // Read only now: nothing before the BTL's call needs the time.
+    g_rel.now = monotonic_now();
     // Nothing ran in between (the BTL calls nothing back), so the channel
     // assigns the seq the frame went with.
     const core::SubmitResult res = chan().submit_checked(
@@ -639,7 +646,6 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
 
 int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcept {
     const PathId path = path_of(bb->btl);
-    g_rel.now = monotonic_now();
     if (sendi_then_record(sf, bb, path)) {
         if (handed != nullptr)
             *handed = true;
@@ -647,6 +653,7 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
         rearm();
         return OMPI_SUCCESS;
     }
+    g_rel.now = monotonic_now();
     const std::size_t bytes = sf->repack ? sf->bytes.size() + sf->len : sf->bytes.size();
     const auto token = reinterpret_cast<core::FrameToken>(sf);
     const core::SubmitResult res = chan().submit_on(sf->peer, path, token, g_rel.now, bytes);
@@ -808,7 +815,8 @@ const core::ReliableChannel* channel() noexcept {
 }
 
 ReliabilityStats reliability_stats() noexcept {
-    return ReliabilityStats{g_rel.faults.counters(), g_rel.acks_dropped, g_rel.frames_killed_rx};
+    return ReliabilityStats{g_rel.faults.counters(), g_rel.acks_dropped, g_rel.frames_killed_rx,
+                            g_rel.descriptor_waits};
 }
 
 void reliability_fini() noexcept {

@@ -110,6 +110,7 @@ struct ReliabilityStats {
     plugin::common::FaultCounters faults;
     std::uint64_t acks_dropped = 0;      // ACK/NACK frames that found no path or descriptor
     std::uint64_t frames_killed_rx = 0;  // arrived on a BTL pml_dr_fault_fail_btl killed
+    std::uint64_t descriptor_waits = 0;  // frames that waited in progress for a BTL descriptor
 };
 ReliabilityStats reliability_stats() noexcept;
 

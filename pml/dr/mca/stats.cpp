@@ -61,6 +61,8 @@ void print_reliability_stats() noexcept {
                 static_cast<unsigned long long>(f.duplicated),
                 static_cast<unsigned long long>(rs.acks_dropped),
                 static_cast<unsigned long long>(rs.frames_killed_rx));
+    opal_output(0, "[pml:dr] waits %s: descriptor_waits=%llu", OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME),
+                static_cast<unsigned long long>(rs.descriptor_waits));
     for (PeerId p = 0; p < s.engine->peer_count(); ++p) {
         const core::PeerCounters* c = ch->counters(p);
         const core::PeerName* name = s.engine->peer_name(p);
