@@ -107,6 +107,12 @@ void settle_batches() noexcept {
     chan().settle_batches();
 }
 
+// After the channel took a carried ack: progress() settles a batch it made due.
+void note_batches_due() noexcept {
+    if (chan().batches_due())
+        g_rel.batches_due.store(true, std::memory_order_relaxed);
+}
+
 bool is_fail_btl(const mca_btl_base_module_t* btl) noexcept {
     const core::Config& c = state().config;
     return c.fault_fail_after > 0 && c.fault_fail_btl == btl_name(btl);
@@ -461,8 +467,7 @@ void Glue::release(core::FrameToken token, bool acked) noexcept {
 bool Glue::admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) {
     const core::Verdict v = chan().on_sequenced(peer, path, c.frame_seq, c.ack_seq, g_rel.now,
                                                 bytes, (c.flags & core::kFlagAckNow) != 0);
-    if (chan().batches_due())
-        g_rel.batches_due.store(true, std::memory_order_relaxed);
+    note_batches_due();
     return v == core::Verdict::Deliver;
 }
 
@@ -473,8 +478,7 @@ void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
 
 void Glue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {
     chan().on_carried_ack(peer, path, ack_seq, g_rel.now);
-    if (chan().batches_due())
-        g_rel.batches_due.store(true, std::memory_order_relaxed);
+    note_batches_due();
 }
 
 void Glue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
