@@ -459,6 +459,44 @@ def fake_host_args(agent: Path | str, n: int, chain: bool = False) -> list[str]:
     return out + (["--mca", "routed_radix", "1"] if chain else [])
 
 
+# ------------------------------------------------------------ listening ports
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port_block(count: int, rng=None) -> int:
+    """The first of `count` consecutive TCP ports, none bound now, all below
+    the kernel's ephemeral range. A test that connects to a port before the
+    job listens there must use such ports: on loopback, a connect to a free
+    port inside the ephemeral range can get that very port as its source and
+    connect to itself, and the job then finds its port taken."""
+    import random
+    import socket
+    rng = rng or random.Random()
+    lo = 10000
+    hi = _ephemeral_range()[0] - count
+    for _ in range(200):
+        base = rng.randrange(lo, hi)
+        socks = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind(("0.0.0.0", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise HarnessError(f"no {count} free consecutive ports in [{lo}, {hi + count})")
+
+
 # ------------------------------------------------------------ output analysis
 
 _SELECTION_PATTERNS = {

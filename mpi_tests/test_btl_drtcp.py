@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+import harness
 from test_reliability import counters
 
 # Loopback is excluded by default (like btl tcp); a one-host test names it.
@@ -136,7 +137,7 @@ def test_garbage_on_the_listening_port_mid_job(mpi, pml):
     and sends noise, a wrong version, a truncated and a forged HELLO, an HTTP
     request and nothing at all. The job finishes byte-exact; drtcp logs the
     refusals."""
-    port = random.Random().randrange(20000, 40000, 16)
+    port = harness.free_port_block(16)
     mca = run_with(pml, btl_drtcp_port_min_v4=port, btl_drtcp_port_range_v4=16,
                    btl_drtcp_verbose=50, btl_drtcp_connect_timeout=2000)
     stop = threading.Event()

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+import harness
+
 OOB = {"oob": "drtcp", "oob_drtcp_verbose": 20}
 
 
@@ -105,7 +107,7 @@ def _attack(port_lo: int, port_hi: int, stop: threading.Event, sent: list[int]) 
 
 @pytest.mark.mpi_timeout(180)
 def test_garbage_on_the_port_leaves_the_job_unharmed(mpi, fake_hosts):
-    base = 30000 + (os.getpid() % 2000) * 10
+    base = harness.free_port_block(10)
     stop = threading.Event()
     sent = [0]
     t = threading.Thread(target=_attack, args=(base, base + 9, stop, sent), daemon=True)
@@ -150,7 +152,7 @@ def _silent_callers(port: int, n: int, outcome: dict) -> None:
 def test_silent_callers_are_bounded(mpi):
     """70 connections that never send a CONNECT: past 64 the listener closes
     the oldest, and the job is not disturbed."""
-    port = 32000 + (os.getpid() % 2000)
+    port = harness.free_port_block(1)
     outcome: dict = {}
     t = threading.Thread(target=_silent_callers, args=(port, 70, outcome), daemon=True)
     t.start()
