@@ -237,6 +237,59 @@ TEST(ChannelReceiver, DuplicateIsReackedAtOnceAndNeverRedelivered) {
     EXPECT_EQ(r.on_data(7, kP1, 1, 8), Verdict::Drop);
 }
 
+// In-order arrivals on the path last used take the short way through the
+// receiver; everything past a gap, on another path or across the wrap must
+// answer exactly as the general checks would.
+TEST(ChannelReceiver, InOrderArrivalsAroundGapsPathsAndTheWrapAreDeliveredOnce) {
+    ChannelParams p = test_params();  // window 64, ack_every 4
+    p.first_seq = 0xFFFF'FFFCu;
+    p.ack_every = 1000;
+    Rec out;
+    ReliableChannel r(p, out);
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    r.add_path(kPeer, kP2);
+    std::map<std::uint32_t, int> delivered;
+    const auto arrive = [&](std::uint32_t seq, PathId path) {
+        const Verdict v = r.on_data(kPeer, path, seq, 0, 10);
+        if (v == Verdict::Deliver)
+            ++delivered[seq];
+        return v;
+    };
+    // In order up to and across the wrap (0 is skipped): each once.
+    for (const std::uint32_t seq : {0xFFFF'FFFCu, 0xFFFF'FFFDu, 0xFFFF'FFFEu, 0xFFFF'FFFFu, 1u})
+        EXPECT_EQ(arrive(seq, kP1), Verdict::Deliver) << seq;
+    EXPECT_EQ(r.ack_seq(kPeer), 1u);
+    // A gap: 3 and 4 wait past it, 2 fills it; their copies are duplicates,
+    // in order (5) or not (4, after the gap closed).
+    EXPECT_EQ(arrive(3, kP1), Verdict::Deliver);
+    EXPECT_EQ(arrive(4, kP1), Verdict::Deliver);
+    EXPECT_EQ(arrive(4, kP1), Verdict::Duplicate);
+    EXPECT_EQ(arrive(2, kP1), Verdict::Deliver);
+    EXPECT_EQ(r.ack_seq(kPeer), 4u);
+    EXPECT_EQ(arrive(3, kP1), Verdict::Duplicate);
+    EXPECT_EQ(arrive(5, kP1), Verdict::Deliver);
+    EXPECT_EQ(arrive(5, kP1), Verdict::Duplicate);
+    // Another path, then back: the ACK follows the data.
+    EXPECT_EQ(arrive(6, kP2), Verdict::Deliver);
+    EXPECT_EQ(arrive(7, kP2), Verdict::Deliver);
+    EXPECT_EQ(arrive(8, kP1), Verdict::Deliver);
+    EXPECT_EQ(arrive(0xFFFF'FFFFu, kP1), Verdict::Duplicate);
+    for (const auto& [seq, times] : delivered)
+        EXPECT_EQ(times, 1) << "seq " << seq;
+    EXPECT_EQ(delivered.size(), 12u);
+    const PeerCounters& c = *r.counters(kPeer);
+    EXPECT_EQ(c.frames_delivered, 12u);
+    EXPECT_EQ(c.bytes_delivered, 120u);
+    EXPECT_EQ(c.duplicates_dropped, 4u);
+    EXPECT_EQ(r.path_counters(kPeer, kP1)->frames_received, 10u);
+    EXPECT_EQ(r.path_counters(kPeer, kP2)->frames_received, 2u);
+    r.flush_acks(1);
+    ASSERT_FALSE(out.acks.empty());
+    EXPECT_EQ(out.acks.back().ack, (AckInfo{8, 0, 0}));
+    EXPECT_EQ(out.acks.back().path, kP1);
+}
+
 TEST(ChannelReceiver, AckNowIsNotCoalesced) {
     Rec out;
     ReliableChannel r(test_params(), out);  // ack_every 4, ack_delay 100

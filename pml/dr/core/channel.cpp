@@ -201,6 +201,7 @@ void ReliableChannel::Ops::due_by(Ch& ch, Peer& p, Micros d) {
     if (p.indexed != kNever)
         ch.timers_.erase({p.indexed, p.id});
     ch.timers_.insert({d, p.id});
+    ch.timers_changed_ = true;
     p.indexed = d;
 }
 
@@ -247,6 +248,7 @@ void ReliableChannel::reschedule(PeerId id) noexcept {
         timers_.erase({old, id});
     if (d != kNever)
         timers_.insert({d, id});
+    timers_changed_ = true;
     if (p != nullptr)
         p->indexed = d;
 }
@@ -343,8 +345,10 @@ void ReliableChannel::remove_peer(PeerId peer) {
             }
         }
     }
-    if (p->indexed != kNever)
+    if (p->indexed != kNever) {
         timers_.erase({p->indexed, peer});
+        timers_changed_ = true;
+    }
     peers_[peer].reset();
     flush_outputs();
 }
@@ -406,6 +410,7 @@ void ReliableChannel::on_timer(Micros now) {
     }
     for (const auto& entry : due_) {
         timers_.erase(entry);
+        timers_changed_ = true;
         const PeerId id = entry.second;
         if (Peer* p = find(id); p != nullptr) {
             p->indexed = kNever;

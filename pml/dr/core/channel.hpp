@@ -384,6 +384,11 @@ class ReliableChannel {
     // due (a deadline that moved later is re-indexed lazily); on_timer() then
     // does nothing but look again.
     [[nodiscard]] Micros next_deadline() const noexcept;
+    // Whether next_deadline() may have changed since the last call (most
+    // arrivals and sends leave it alone: the glue then re-arms nothing).
+    [[nodiscard]] bool take_timers_changed() noexcept {
+        return std::exchange(timers_changed_, false);
+    }
     // The earliest deadline actually pending (O(peers); for tests and checks).
     [[nodiscard]] Micros exact_deadline() const noexcept;
     void on_timer(Micros now);
@@ -439,6 +444,7 @@ class ReliableChannel {
     std::vector<std::pair<Micros, PeerId>> due_;  // scratch for on_timer
     std::vector<PeerId> batch_due_;               // peers with a carried batch to settle
     bool draining_ = false;
+    bool timers_changed_ = true;  // timers_ changed since take_timers_changed()
 };
 
 }  // namespace pml::dr::core

@@ -89,6 +89,7 @@ struct ReliableChannel::Peer {
     // receiver
     std::vector<std::uint64_t> rx_bits;  // ring bitmap: bit (seq % window) for seqs after rx_cum
     std::uint32_t rx_cum = 0;            // every seq <= rx_cum arrived
+    std::uint32_t rx_ahead = 0;          // bits set in rx_bits: arrivals past a gap
     std::vector<std::uint32_t> dirty;    // vfrag ids with arrivals since the last ACK
     unsigned rx_unacked = 0;             // deliveries since the last ACK
     Micros ack_due = kNever;
@@ -224,6 +225,8 @@ struct ReliableChannel::Ops {
     static void carried(Ch& ch, Peer& p, std::uint32_t ack_seq, Micros now);
     static Verdict data(Ch& ch, Peer& p, PathId path, std::uint32_t seq, Micros now,
                         std::size_t bytes, bool ack_now);
+    // A first arrival's accounting and ACK scheduling, once rx_cum covers it.
+    static Verdict delivered(Ch& ch, Peer& p, Micros now, std::size_t bytes, bool ack_now);
     static void mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micros now);
     static void flush_acks(Ch& ch, Peer& p, Micros now);
 };

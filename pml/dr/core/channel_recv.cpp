@@ -36,6 +36,7 @@ void ReliableChannel::Ops::rx_advance(const Ch& ch, Peer& p) noexcept {
             if (!rx_bit(ch, p, n))
                 break;
             rx_put(ch, p, n, false);
+            --p.rx_ahead;
         }
         p.rx_cum = n;
     }
@@ -191,6 +192,14 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
                                    std::size_t bytes, bool ack_now) {
     if (p.state == PeerState::Dead)
         return Verdict::Drop;
+    // The usual arrival: the next seq, on the path the peer used last, with
+    // nothing past a gap. No check below can refuse it and rx_cum moves by
+    // one (over seq 0 too, never sent: no bit past it is set).
+    if (seq == static_cast<std::uint32_t>(p.rx_cum + 1u) && seq != 0 && p.rx_ahead == 0 &&
+        path == p.ack_path) {
+        p.rx_cum = seq == ~std::uint32_t{0} ? 0 : seq;
+        return delivered(ch, p, now, bytes, ack_now);
+    }
     if (seq == 0) {
         ++p.counters.bad_seq;
         return Verdict::Drop;
@@ -228,8 +237,14 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
     } else {
         mark_dirty(ch, p, seq / kVfragFrames, now);
         rx_put(ch, p, seq, true);
+        ++p.rx_ahead;
     }
     rx_advance(ch, p);
+    return delivered(ch, p, now, bytes, ack_now);
+}
+
+Verdict ReliableChannel::Ops::delivered(Ch& ch, Peer& p, Micros now, std::size_t bytes,
+                                        bool ack_now) {
     ++p.counters.frames_delivered;
     p.counters.bytes_delivered += bytes;
     if (p.ack_slot != kNoSlot) {

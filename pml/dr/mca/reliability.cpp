@@ -90,8 +90,12 @@ bool Glue::fresh(PeerId peer, std::uint32_t seq) const {
     return g_rel.channel->is_fresh(peer, seq);
 }
 
-// After every entry that reached the channel: its earliest deadline may have moved.
-void rearm() noexcept {
+// After every entry that reached the channel: its earliest deadline may have
+// moved. `fired`: the timer just went off and is armed no more, whatever the
+// channel's timers did.
+void rearm(bool fired = false) noexcept {
+    if (!g_rel.channel->take_timers_changed() && !fired)
+        return;
     const Micros d = g_rel.channel->next_deadline();
     g_rel.deadline.store(d, std::memory_order_relaxed);
     g_rel.timer.arm(d, g_rel.now);
@@ -559,7 +563,7 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
         Guard g;
         g_rel.now = now;
         chan().on_timer(now);
-        rearm();
+        rearm(true);
     });
     state().engine->set_gate(&g_rel.glue);
 }
