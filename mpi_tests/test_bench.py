@@ -79,6 +79,34 @@ def test_every_baseline_is_a_configuration() -> None:
     assert all(c.baseline in names for c in bench.CONFIGS)
 
 
+def test_padded_ob1_carries_the_header_bytes_dr_adds() -> None:
+    assert bench.DR_EXTRA_HEADER == bench._dr_match_header() - bench.OB1_MATCH_HEADER > 0
+    for c in bench.CONFIGS:
+        if c.pad:
+            assert c.name.endswith("+drhdr") and c.pad == bench.DR_EXTRA_HEADER, c.name
+            assert c.mca == bench.CONFIG_BY_NAME[c.baseline].mca, c.name
+            assert c.benches == ("pingpong",), c.name  # the one program that takes -p
+
+
+def test_header_share_table_splits_dr_ratio_in_two_factors() -> None:
+    def row(config: str, size: int, median: float):
+        return bench.Row("pingpong", config, size, "lat_us", median, None, "", 1, median, median)
+
+    rows = [row("ob1+vader", 8, 0.25), row("ob1+vader+drhdr", 8, 0.30), row("dr+vader", 8, 0.33),
+            row("ob1+vader", 64, 0.40), row("ob1+vader+drhdr", 64, 0.40),
+            row("dr+vader", 64, 0.50)]
+    table = bench.header_share_table(rows, "pingpong", "lat_us",
+                                     ["ob1+vader", "ob1+vader+drhdr", "dr+vader"])
+    lines = table.splitlines()
+    assert lines[0] == "| configuration | factor | 8 | 64 |"
+    assert lines[2] == "| dr+vader | header size: ob1+vader+drhdr / ob1+vader | 1.20 | 1.00 |"
+    assert lines[3] == "| dr+vader | processing: dr+vader / ob1+vader+drhdr | 1.10 | 1.25 |"
+    # without the padded run there is nothing to split
+    unpadded = [r for r in rows if r.config != "ob1+vader+drhdr"]
+    assert bench.header_share_table(unpadded, "pingpong", "lat_us",
+                                    ["ob1+vader", "ob1+vader+drhdr", "dr+vader"]) == ""
+
+
 def test_every_benchmark_program_exists() -> None:
     for b in bench.BENCHES.values():
         if b.kind == "mpi":
@@ -136,6 +164,9 @@ def test_csv_has_every_benchmark_and_configuration(quick) -> None:
         for c in bench.CONFIGS:
             if c.name in skipped:
                 continue
+            if not c.runs_in(b.name):
+                assert (b.name, c.name) not in seen, f"{c.name} ran {b.name}"
+                continue
             assert (b.name, c.name) in seen, f"{b.name} under {c.name} missing"
     # the stock baselines are always available, so something was compared
     assert {"ob1+vader", "ob1+tcp"} <= {c for (_, c) in seen}
@@ -168,6 +199,8 @@ def test_markdown_has_a_table_per_benchmark_and_every_configuration(quick) -> No
         assert f"## {b.name}: {b.metrics[0]}" in text, b.name
     for c in bench.CONFIGS:
         assert f"| {c.name} |" in text, c.name
+    assert "| dr+vader | header size: ob1+vader+drhdr / ob1+vader |" in text
+    assert "| dr+tcp | processing: dr+tcp / ob1+tcp+drhdr |" in text
 
 
 def test_machine_notes_name_the_cpu_and_versions(quick) -> None:

@@ -10,6 +10,8 @@
  *   -b             bidirectional (bw.c only)
  *   -n steps       time exactly this many steps per size, no warm-up (for
  *                  counting instructions: scripts/profile-pingpong)
+ *   -p pad         every message carries pad bytes more than the size it is
+ *                  reported at (pingpong.c only: another PML's header size)
  *
  * Timing: bench_time() runs a step (one round trip, one window, ...) in batches
  * of 1, 2, 4, ... until a batch of at least 8 takes a tenth of the budget
@@ -39,12 +41,13 @@ struct bench_opts {
     double budget_s;
     int window;
     int bidirectional;
+    size_t pad;
 };
 
 static inline struct bench_opts bench_parse(int argc, char **argv) {
-    struct bench_opts o = {0, (size_t)4 << 20, 2, 0.1, 16, 0};
+    struct bench_opts o = {0, (size_t)4 << 20, 2, 0.1, 16, 0, 0};
     int c;
-    while ((c = getopt(argc, argv, "m:S:f:t:w:bn:")) != -1) {
+    while ((c = getopt(argc, argv, "m:S:f:t:w:bn:p:")) != -1) {
         switch (c) {
         case 'm': o.min_bytes = (size_t)atoll(optarg); break;
         case 'S': o.max_bytes = (size_t)atoll(optarg); break;
@@ -53,10 +56,11 @@ static inline struct bench_opts bench_parse(int argc, char **argv) {
         case 'w': o.window = atoi(optarg); break;
         case 'b': o.bidirectional = 1; break;
         case 'n': bench_fixed_steps = atol(optarg); break;
+        case 'p': o.pad = (size_t)atoll(optarg); break;
         default:
             fprintf(stderr,
                     "usage: %s [-m min_bytes] [-S max_bytes] [-f factor] [-t ms] [-w window] [-b] "
-                    "[-n steps]\n",
+                    "[-n steps] [-p pad]\n",
                     argv[0]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
