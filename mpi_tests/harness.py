@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -469,14 +471,12 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
-def free_port_block(count: int, rng=None) -> int:
+def free_port_block(count: int, rng: random.Random | None = None) -> int:
     """The first of `count` consecutive TCP ports, none bound now, all below
     the kernel's ephemeral range. A test that connects to a port before the
     job listens there must use such ports: on loopback, a connect to a free
     port inside the ephemeral range can get that very port as its source and
     connect to itself, and the job then finds its port taken."""
-    import random
-    import socket
     rng = rng or random.Random()
     lo = 10000
     hi = _ephemeral_range()[0] - count

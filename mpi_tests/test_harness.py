@@ -7,6 +7,7 @@ demo) and that a hung job is killed completely by the hard timeout.
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,19 @@ def test_command_line_reproduces_environment(stock_mpi):
     env_part, _, command = result.command_line.partition(" mpirun ")
     assert f"{harness.COMPONENT_PATH_VAR}={stock}" in env_part.split(), result.command_line
     assert command.startswith("--allow-run-as-root"), result.command_line
+
+
+def test_free_port_block_is_free_and_below_the_ephemeral_range():
+    lo, _ = harness._ephemeral_range()
+    held = []
+    try:
+        for count in (1, 10, 16):
+            base = harness.free_port_block(count)
+            assert base + count <= lo, (base, count, lo)
+            for port in range(base, base + count):  # every one can be listened on now
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                held.append(s)
+                s.bind(("0.0.0.0", port))
+    finally:
+        for s in held:
+            s.close()
