@@ -106,6 +106,7 @@ inline ChannelParams test_params() {
     ChannelParams p;
     p.window = 64;
     p.ack_every = 4;
+    p.settle_every = 4;
     p.ack_delay = 100;
     p.ack_timeout = 1000;
     p.ack_retries = 2;

@@ -737,6 +737,9 @@ TEST(ChannelParamsTest, ValidationAndMappingFromConfig) {
     p = ChannelParams{};
     p.ack_timeout = 0;
     EXPECT_NE(validate(p), "");
+    p = ChannelParams{};
+    p.settle_every = 0;
+    EXPECT_NE(validate(p), "");
     Config c;
     c.ack_timeout = 7;
     c.ack_retries = 9;
@@ -750,6 +753,13 @@ TEST(ChannelParamsTest, ValidationAndMappingFromConfig) {
     EXPECT_EQ(m.watchdog_retries, 4u);
     EXPECT_EQ(m.peer_dead_timeout, 11);
     EXPECT_EQ(validate(m), "");
+    // An ACK frame after a quarter of the window; carried acks in batches of 16.
+    EXPECT_EQ(m.ack_every, 64u);
+    EXPECT_EQ(m.settle_every, 16u);
+    c.window = 64;
+    EXPECT_EQ(channel_params(c).ack_every, 16u);
+    c.window = 4096;
+    EXPECT_EQ(channel_params(c).ack_every, 1024u);
 }
 
 }  // namespace

@@ -149,8 +149,8 @@ TEST(ChannelDirect, AFailedTransmissionFailsThePathAndIsRedriven) {
 
 // ---------------------------------------------------------------- carried acks
 
-TEST(ChannelCarried, AppliedInBatchesOfAckEvery) {
-    Sender s;  // ack_every 4
+TEST(ChannelCarried, AppliedInBatchesOfSettleEvery) {
+    Sender s;  // settle_every 4
     for (FrameToken t = 1; t <= 10; ++t)
         s.submit(t);
     s.ch.on_carried_ack(kPeer, kP1, 3, 0);
@@ -191,7 +191,7 @@ TEST(ChannelCarried, SettledBeforeTheAckTimerCanResend) {
 
 TEST(ChannelCarried, AFullWindowSettlesFirst) {
     ChannelParams p = test_params();
-    p.ack_every = 1000;  // never by count
+    p.settle_every = 1000;  // never by count
     Sender s(p);
     for (FrameToken t = 1; t <= p.window; ++t)
         s.submit(t);
@@ -205,7 +205,7 @@ TEST(ChannelCarried, AFullWindowSettlesFirst) {
 
 TEST(ChannelCarried, WhatWasCarriedIsNotRedrivenOnFailover) {
     ChannelParams p = test_params();
-    p.ack_every = 1000;
+    p.settle_every = 1000;
     Sender s(p);
     for (FrameToken t = 1; t <= 4; ++t)
         s.submit(t, kP1);
@@ -218,7 +218,7 @@ TEST(ChannelCarried, WhatWasCarriedIsNotRedrivenOnFailover) {
 
 TEST(ChannelCarried, FlushAcksAndRemovePeerSettle) {
     ChannelParams p = test_params();
-    p.ack_every = 1000;
+    p.settle_every = 1000;
     Sender s(p);
     for (FrameToken t = 1; t <= 4; ++t)
         s.submit(t);
@@ -233,7 +233,7 @@ TEST(ChannelCarried, FlushAcksAndRemovePeerSettle) {
 
 TEST(ChannelCarried, SettleCarriedAppliesAtOnce) {
     ChannelParams p = test_params();
-    p.ack_every = 1000;
+    p.settle_every = 1000;
     Sender s(p);
     s.ch.settle_carried(kPeer);      // nothing carried yet: nothing happens
     s.ch.settle_carried(kPeer + 7);  // unknown peer: ignored

@@ -89,14 +89,15 @@ ChannelParams channel_params(const Config& config) noexcept {
     p.watchdog_retries = config.watchdog_retries;
     p.peer_dead_timeout = config.peer_dead_timeout;
     p.window = config.window;
+    p.ack_every = std::max(p.settle_every, config.window / 4);
     return p;
 }
 
 std::string validate(const ChannelParams& p) {
     if (p.window < 64 || p.window > 4096 || (p.window & (p.window - 1)) != 0)
         return "channel window must be a power of two in 64..4096";
-    if (p.ack_every < 1)
-        return "channel ack_every must be at least 1";
+    if (p.ack_every < 1 || p.settle_every < 1)
+        return "channel ack_every and settle_every must be at least 1";
     if (p.ack_delay < 0)
         return "channel ack_delay must not be negative";
     if (p.ack_timeout <= 0 || p.watchdog_timeout <= 0 || p.peer_dead_timeout <= 0)

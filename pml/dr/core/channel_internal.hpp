@@ -80,7 +80,7 @@ struct ReliableChannel::Peer {
     // batches, as an ACK frame would be (settle()).
     std::uint32_t carried = 0;
     Micros carried_at = 0;   // when `carried` arrived: the time its progress counts from
-    bool batch_due = false;  // listed in batch_due_ (ack_every carried, not settled)
+    bool batch_due = false;  // listed in batch_due_ (settle_every carried, not settled)
     std::uint64_t tx_counter = 0;
     std::uint32_t unacked = 0;     // InFlight frames
     std::uint32_t unreleased = 0;  // InFlight + Acked frames

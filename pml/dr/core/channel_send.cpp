@@ -606,7 +606,8 @@ void ReliableChannel::Ops::carried(Ch& ch, Peer& p, std::uint32_t ack_seq, Micro
     // Applied in batches, as ACK frames are: releasing costs about the same
     // for one frame as for many. Timers, a full window, path failure and
     // flush_acks() settle the rest first.
-    if (!p.batch_due && static_cast<std::uint32_t>(ack_seq - p.cum_acked) >= ch.params_.ack_every) {
+    if (!p.batch_due &&
+        static_cast<std::uint32_t>(ack_seq - p.cum_acked) >= ch.params_.settle_every) {
         p.batch_due = true;
         ch.batch_due_.push_back(p.id);
     }
