@@ -223,11 +223,14 @@ TEST(ChannelReceiver, DuplicateIsReackedAtOnceAndNeverRedelivered) {
     EXPECT_EQ(r.on_data(kPeer, kP1, 1, 5), Verdict::Duplicate);
     ASSERT_EQ(out.acks.size(), 1u);
     EXPECT_EQ(out.acks[0].ack.cum_seq, 1u);
-    // Out of order: 5 then 5 again; the re-ack carries 5's bit.
+    // Out of order: 5 opens a gap and is acknowledged at once; 5 again is
+    // re-acked, both with 5's bit.
     EXPECT_EQ(r.on_data(kPeer, kP1, 5, 6), Verdict::Deliver);
-    EXPECT_EQ(r.on_data(kPeer, kP1, 5, 7), Verdict::Duplicate);
     ASSERT_EQ(out.acks.size(), 2u);
     EXPECT_EQ(out.acks[1].ack, (AckInfo{1, 0, bits({0, 1, 5})}));
+    EXPECT_EQ(r.on_data(kPeer, kP1, 5, 7), Verdict::Duplicate);
+    ASSERT_EQ(out.acks.size(), 3u);
+    EXPECT_EQ(out.acks[2].ack, (AckInfo{1, 0, bits({0, 1, 5})}));
     EXPECT_EQ(r.counters(kPeer)->duplicates_dropped, 2u);
     EXPECT_EQ(r.counters(kPeer)->frames_delivered, 2u);
     // seq 0 is never data.
@@ -288,6 +291,34 @@ TEST(ChannelReceiver, InOrderArrivalsAroundGapsPathsAndTheWrapAreDeliveredOnce) 
     ASSERT_FALSE(out.acks.empty());
     EXPECT_EQ(out.acks.back().ack, (AckInfo{8, 0, 0}));
     EXPECT_EQ(out.acks.back().path, kP1);
+}
+
+TEST(ChannelReceiver, TheFirstArrivalPastAGapIsAcknowledgedAtOnce) {
+    ChannelParams p = test_params();
+    p.ack_every = 1000;  // only the gap and the delay send ACKs
+    Rec out;
+    ReliableChannel r(p, out);
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 1, 0), Verdict::Deliver);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 2, 0), Verdict::Deliver);
+    EXPECT_TRUE(out.acks.empty()) << "in order: coalesced";
+    // 3 is missing: 4 says so at once, with its bit, so the sender resends 3.
+    EXPECT_EQ(r.on_data(kPeer, kP1, 4, 1), Verdict::Deliver);
+    ASSERT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(out.acks[0].ack, (AckInfo{2, 0, bits({0, 1, 2, 4})}));
+    // More past the same gap coalesce again.
+    EXPECT_EQ(r.on_data(kPeer, kP1, 5, 2), Verdict::Deliver);
+    EXPECT_EQ(out.acks.size(), 1u);
+    // The gap closes: in order again, nothing at once.
+    EXPECT_EQ(r.on_data(kPeer, kP1, 3, 3), Verdict::Deliver);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 6, 4), Verdict::Deliver);
+    EXPECT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(r.ack_seq(kPeer), 6u);
+    // A new gap is reported at once again.
+    EXPECT_EQ(r.on_data(kPeer, kP1, 8, 5), Verdict::Deliver);
+    ASSERT_EQ(out.acks.size(), 2u);
+    EXPECT_EQ(out.acks[1].ack, (AckInfo{6, 0, bits({0, 1, 2, 3, 4, 5, 6, 8})}));
 }
 
 TEST(ChannelReceiver, AckNowIsNotCoalesced) {

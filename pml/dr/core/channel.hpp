@@ -74,9 +74,12 @@
 //     data frame leaves with the current one and nothing arrived out of order,
 //     no ACK frame is owed (request/reply traffic sends no ACK frames).
 //   - ACKs coalesce: after `ack_every` delivered frames or `ack_delay` after
-//     the first unacked one, at once for a frame the sender marked ack_now; one ACK per vfrag that
-//     saw arrivals above cum (a bare cumulative ACK when there is none); sent on the path the
-//     latest data came on (another live path if the channel declared that one failed).
+//     the first unacked one, at once for a frame the sender marked ack_now
+//     and for the first arrival past a gap (the sender resends the hole
+//     without waiting); one ACK per vfrag that saw arrivals above cum (a
+//     bare cumulative ACK when there is none); sent on the path the latest
+//     data came on (another live path if the channel declared that one
+//     failed).
 //
 // Output discipline: outputs are queued and handed to ChannelOutput at the end
 // of the outermost public call, after the channel's state is consistent. The

@@ -237,6 +237,10 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
     } else {
         mark_dirty(ch, p, seq / kVfragFrames, now);
         rx_put(ch, p, seq, true);
+        // The first arrival past a gap is acknowledged at once, as TCP
+        // answers out-of-order data: its selective ACK lets the sender
+        // resend the hole now instead of after ack_every frames or ack_delay.
+        ack_now = ack_now || p.rx_ahead == 0;
         ++p.rx_ahead;
     }
     rx_advance(ch, p);
