@@ -124,6 +124,10 @@ struct State {
     opal_recursive_mutex_t lock;
     opal_free_list_t send_requests;
     opal_free_list_t recv_requests;
+    // The request of the last blocking MPI_Recv, kept for the next one when
+    // no two threads may call MPI at once (as ob1): a free-list round trip
+    // and a free callback less on the way from a message to the caller.
+    RecvRequest* blocking_recv = nullptr;
     std::vector<ompi_proc_t*> proc_of_peer;
     // Work that could not start for lack of BTL resources; retried in progress.
     std::deque<Deferred> pending;

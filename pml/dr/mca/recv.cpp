@@ -1,6 +1,7 @@
 // Receive side: posting, matching results, unpacking, probes.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "crc32c.hpp"
 #include "pml.hpp"
@@ -202,12 +203,11 @@ int start_recv(RecvRequest* r) noexcept {
     return OMPI_SUCCESS;
 }
 
-int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
-          ompi_request_t** req) noexcept {
-    Guard g;
-    RecvRequest* r = alloc_recv();
-    if (r == nullptr)
-        return OMPI_ERR_OUT_OF_RESOURCE;
+namespace {
+
+// Starts `r` (from alloc_recv() or the kept blocking one) as a receive.
+int start_new_recv(RecvRequest* r, void* buf, size_t count, ompi_datatype_t* dt, int src, int tag,
+                   ompi_communicator_t* comm, ompi_request_t** req) noexcept {
     MCA_PML_BASE_RECV_REQUEST_INIT(&r->base, buf, count, dt, src, tag, comm, false);
     MCA_PML_BASE_RECV_START(&r->base);
     *req = &r->base.req_base.req_ompi;
@@ -221,13 +221,47 @@ int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_c
     return rc;
 }
 
+}  // namespace
+
+int irecv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
+          ompi_request_t** req) noexcept {
+    Guard g;
+    RecvRequest* r = alloc_recv();
+    if (r == nullptr)
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    return start_new_recv(r, buf, count, dt, src, tag, comm, req);
+}
+
 int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_communicator_t* comm,
          ompi_status_public_t* status) noexcept {
+    State& s = state();
+    const bool keep = !ompi_mpi_thread_multiple;
+    RecvRequest* r = nullptr;
     ompi_request_t* req = nullptr;
-    int rc = irecv(buf, count, dt, src, tag, comm, &req);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    return wait_and_free(req, status);
+    {
+        Guard g;
+        r = keep ? std::exchange(s.blocking_recv, nullptr) : nullptr;
+        if (r != nullptr)
+            reset_recv_state(r);  // what alloc_recv() does
+        else if ((r = alloc_recv()) == nullptr)
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        if (const int rc = start_new_recv(r, buf, count, dt, src, tag, comm, &req);
+            rc != OMPI_SUCCESS)
+            return rc;
+    }
+    ompi_request_wait_completion(req);
+    if (status != nullptr)
+        OMPI_COPY_STATUS(status, req->req_status, false);  // all but MPI_ERROR (fill_status)
+    const int rc = req->req_status.MPI_ERROR;
+    // A completed receive is PML-complete too (recv_complete): nothing refers
+    // to it any more, and it can wait for the next MPI_Recv as it is.
+    if (keep && s.blocking_recv == nullptr && r->base.req_base.req_pml_complete) {
+        MCA_PML_BASE_RECV_REQUEST_FINI(&r->base);
+        s.blocking_recv = r;
+    } else {
+        ompi_request_free(&req);
+    }
+    return rc;
 }
 
 int irecv_init(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag,

@@ -5,6 +5,7 @@
 #include "reliability.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace pml::dr::mca {
 namespace {
@@ -135,6 +136,8 @@ int requests_init() noexcept {
 }
 
 void requests_fini() noexcept {
+    if (RecvRequest* r = std::exchange(state().blocking_recv, nullptr))
+        opal_free_list_return(&state().recv_requests, reinterpret_cast<opal_free_list_item_t*>(r));
     OBJ_DESTRUCT(&state().send_requests);
     OBJ_DESTRUCT(&state().recv_requests);
 }
