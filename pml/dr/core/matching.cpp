@@ -114,12 +114,11 @@ UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag)
 }
 
 bool CommMatcher::cancel(Handle recv) noexcept {
-    auto drop = [recv](std::deque<Posted>& l) {
-        auto it =
-            std::find_if(l.begin(), l.end(), [recv](const Posted& p) { return p.recv == recv; });
-        if (it == l.end())
+    auto drop = [recv](plugin::common::RingQueue<Posted>& l) {
+        const std::size_t i = l.find_if([recv](const Posted& p) { return p.recv == recv; });
+        if (i == l.size())
             return false;
-        l.erase(it);
+        l.erase(i);
         return true;
     };
     if (drop(wild_))
@@ -131,8 +130,8 @@ void CommMatcher::take_posted_from(std::int32_t src, std::vector<Handle>& out) {
     if (src < 0 || static_cast<std::size_t>(src) >= in_.size())
         return;
     auto& posted = in_[static_cast<std::size_t>(src)].posted;
-    for (const Posted& p : posted)
-        out.push_back(p.recv);
+    for (std::size_t i = 0; i < posted.size(); ++i)
+        out.push_back(posted[i].recv);
     posted.clear();
 }
 
@@ -149,17 +148,17 @@ bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
             return true;
         }
     }
-    auto s = std::find_if(specific.begin(), specific.end(), match);
-    auto w = std::find_if(wild_.begin(), wild_.end(), match);
-    const bool have_s = s != specific.end();
-    const bool have_w = w != wild_.end();
+    const std::size_t s = specific.find_if(match);
+    const std::size_t w = wild_.find_if(match);
+    const bool have_s = s != specific.size();
+    const bool have_w = w != wild_.size();
     if (!have_s && !have_w)
         return false;
-    if (have_s && (!have_w || s->order < w->order)) {
-        out = s->recv;
+    if (have_s && (!have_w || specific[s].order < wild_[w].order)) {
+        out = specific[s].recv;
         specific.erase(s);
     } else {
-        out = w->recv;
+        out = wild_[w].recv;
         wild_.erase(w);
     }
     return true;

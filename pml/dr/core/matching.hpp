@@ -8,7 +8,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "result.hpp"
+#include "ring_queue.hpp"
 
 namespace pml::dr::core {
 
@@ -141,9 +141,9 @@ class CommMatcher {
         std::uint64_t order;  // post order, to pick between specific and wildcard lists
     };
     struct Source {
-        std::uint16_t send_seq = 0;      // next msg_seq to send to this rank
-        std::uint16_t expected_seq = 0;  // next msg_seq to match from this rank
-        std::deque<Posted> posted;       // receives naming this source
+        std::uint16_t send_seq = 0;                // next msg_seq to send to this rank
+        std::uint16_t expected_seq = 0;            // next msg_seq to match from this rank
+        plugin::common::RingQueue<Posted> posted;  // receives naming this source
         std::list<UnexpectedPtr> unexpected;
         std::map<std::uint16_t, UnexpectedPtr> cant_match;  // arrived ahead of their turn
     };
@@ -158,7 +158,7 @@ class CommMatcher {
                                                        Source*& where) const noexcept;
 
     std::vector<Source> in_;
-    std::deque<Posted> wild_;  // MPI_ANY_SOURCE receives
+    plugin::common::RingQueue<Posted> wild_;  // MPI_ANY_SOURCE receives
     std::uint64_t post_order_ = 0;
     std::uint64_t arrival_order_ = 0;
     MatchStats stats_;

@@ -1,0 +1,78 @@
+// A FIFO of trivially copyable values in one power-of-two ring that doubles
+// when full: push and pop are a store or a load and a mask, with no
+// allocation once it has grown to its working size (std::deque frees and
+// allocates a 512-byte node every few dozen elements that pass through it,
+// and allocates one even while empty).
+//
+// Nothing is allocated until the first push, so idle queues (one per source
+// rank of every communicator) cost three words.
+#pragma once
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+namespace plugin::common {
+
+template <typename T>
+class RingQueue {
+    static_assert(std::is_trivially_copyable_v<T>, "RingQueue moves elements by copying them");
+
+  public:
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+    // i-th element from the front; i < size().
+    T& operator[](std::size_t i) noexcept { return ring_[(head_ + i) & mask()]; }
+    const T& operator[](std::size_t i) const noexcept { return ring_[(head_ + i) & mask()]; }
+    T& front() noexcept { return ring_[head_]; }
+    const T& front() const noexcept { return ring_[head_]; }
+
+    void push_back(const T& v) {
+        if (size_ == ring_.size())
+            grow();
+        ring_[(head_ + size_) & mask()] = v;
+        ++size_;
+    }
+    // Not empty.
+    void pop_front() noexcept {
+        head_ = (head_ + 1) & mask();
+        --size_;
+    }
+    // Removes the i-th element (i < size()), keeping the others' order.
+    void erase(std::size_t i) noexcept {
+        for (; i + 1 < size_; ++i)
+            (*this)[i] = (*this)[i + 1];
+        --size_;
+    }
+    void clear() noexcept {
+        head_ = 0;
+        size_ = 0;
+    }
+
+    // Index of the first element for which pred holds; size() if none.
+    template <typename Pred>
+    [[nodiscard]] std::size_t find_if(Pred&& pred) const {
+        for (std::size_t i = 0; i < size_; ++i)
+            if (pred((*this)[i]))
+                return i;
+        return size_;
+    }
+
+  private:
+    [[nodiscard]] std::size_t mask() const noexcept { return ring_.size() - 1; }
+
+    void grow() {
+        std::vector<T> bigger(ring_.empty() ? kFirstCapacity : ring_.size() * 2);
+        for (std::size_t i = 0; i < size_; ++i)
+            bigger[i] = (*this)[i];
+        ring_.swap(bigger);
+        head_ = 0;
+    }
+
+    static constexpr std::size_t kFirstCapacity = 8;  // a power of two, as every later size
+    std::vector<T> ring_;
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+};
+
+}  // namespace plugin::common
