@@ -19,7 +19,11 @@ bool validate_faults(const BtlFaultParams& raw, BtlFaults& out) noexcept {
 
 FaultInjector::FaultInjector(double drop, double corrupt, double duplicate,
                              std::uint64_t seed) noexcept
-    : drop_(clamp01(drop)), corrupt_(clamp01(corrupt)), dup_(clamp01(duplicate)), state_(seed) {}
+    : drop_(clamp01(drop)),
+      corrupt_(clamp01(corrupt)),
+      dup_(clamp01(duplicate)),
+      enabled_(drop_ > 0 || corrupt_ > 0 || dup_ > 0),
+      state_(seed) {}
 
 std::uint64_t FaultInjector::bits() noexcept {
     std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);

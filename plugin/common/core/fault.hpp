@@ -53,7 +53,8 @@ class FaultInjector {
     explicit FaultInjector(const BtlFaults& f) noexcept
         : FaultInjector(f.drop, f.corrupt, 0.0, f.seed) {}
 
-    [[nodiscard]] bool enabled() const noexcept { return drop_ > 0 || corrupt_ > 0 || dup_ > 0; }
+    // Kept, not worked out per frame: every arriving frame asks.
+    [[nodiscard]] bool enabled() const noexcept { return enabled_; }
     // The fate of the next frame of `frame_len` bytes. A dropped frame is
     // neither corrupted nor duplicated; an empty frame is never corrupted.
     FaultPlan next(std::size_t frame_len) noexcept;
@@ -66,6 +67,7 @@ class FaultInjector {
     double drop_ = 0.0;
     double corrupt_ = 0.0;
     double dup_ = 0.0;
+    bool enabled_ = false;
     std::uint64_t state_ = 0;
     FaultCounters counters_;
 };
