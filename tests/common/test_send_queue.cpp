@@ -19,7 +19,7 @@ TEST(SendQueue, PartialWritesResumeExactlyWhereTheyStopped) {
         std::mt19937_64 rng(seed);
         std::vector<std::vector<std::uint8_t>> store;
         std::vector<std::uint8_t> expect;
-        SendQueue q(2);  // starts tiny: must grow
+        SendQueue q;  // 40 frames: its ring grows past its first size
         for (int f = 0; f < 40; ++f) {
             SendQueue::Frame frame;
             frame.count = static_cast<std::uint8_t>(1 + rng() % SendQueue::kMaxPieces);

@@ -10,14 +10,16 @@
 // gather() resumes exactly there.
 //
 // Bounded by the glue (btl drtcp refuses new descriptors for an endpoint
-// whose queue holds `sendq_frames`); the ring grows instead of refusing a
-// push, so what was already handed out can always be queued.
+// whose queue holds `sendq_frames`); the ring (a RingQueue) grows instead of
+// refusing a push, so what was already handed out can always be queued.
 #pragma once
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "ring_queue.hpp"
 
 namespace plugin::common {
 
@@ -36,13 +38,11 @@ class SendQueue {
         [[nodiscard]] std::size_t bytes() const noexcept;
     };
 
-    explicit SendQueue(std::size_t initial_capacity = 16);
-
-    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
-    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] bool empty() const noexcept { return ring_.empty(); }
+    [[nodiscard]] std::size_t size() const noexcept { return ring_.size(); }
     // True while the head frame is partly written (it must not be dropped).
     [[nodiscard]] bool mid_frame() const noexcept {
-        return size_ > 0 && head_piece_off_ + piece_ > 0;
+        return !ring_.empty() && head_piece_off_ + piece_ > 0;
     }
 
     // False when the frame has no or too many pieces.
@@ -60,11 +60,7 @@ class SendQueue {
     void drain(std::vector<void*>& out);
 
   private:
-    void grow();
-
-    std::vector<Frame> ring_;
-    std::size_t head_ = 0;
-    std::size_t size_ = 0;
+    RingQueue<Frame> ring_;
     std::size_t piece_ = 0;           // of the head frame, first unwritten piece
     std::size_t head_piece_off_ = 0;  // bytes of that piece already written
 };
