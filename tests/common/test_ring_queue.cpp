@@ -17,8 +17,9 @@ void expect_same(const RingQueue<std::uint32_t>& q, const std::deque<std::uint32
     ASSERT_EQ(q.empty(), model.empty());
     for (std::size_t i = 0; i < model.size(); ++i)
         ASSERT_EQ(q[i], model[i]) << "at " << i;
-    if (!model.empty())
+    if (!model.empty()) {
         ASSERT_EQ(q.front(), model.front());
+    }
 }
 
 TEST(RingQueue, BehavesAsADequeUsedAsAFifo) {
@@ -28,7 +29,7 @@ TEST(RingQueue, BehavesAsADequeUsedAsAFifo) {
         std::deque<std::uint32_t> model;
         std::uint32_t next = 0;
         for (int step = 0; step < 3000; ++step) {
-            const unsigned op = rng() % 100;
+            const std::uint64_t op = rng() % 100;
             if (op < 50 || model.empty()) {
                 q.push_back(next);
                 model.push_back(next++);
