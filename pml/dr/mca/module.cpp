@@ -227,6 +227,7 @@ int start_request(ompi_request_t** slot) noexcept {
         case MCA_PML_REQUEST_RECV: {
             // Receives complete at both levels at once: an inactive one is idle.
             auto* r = reinterpret_cast<RecvRequest*>(*slot);
+            reset_recv_state(r);  // what the previous round left
             MCA_PML_BASE_RECV_START(&r->base);
             const int rc = start_recv(r);
             if (rc != OMPI_SUCCESS)

@@ -275,6 +275,7 @@ struct RputStats {
 RputStats rput_stats() noexcept;
 
 // recv.cpp
+// Posts a receive whose state is reset (alloc_recv(), reset_recv_state()).
 int start_recv(RecvRequest* r) noexcept;
 void handle_match(RecvRequest* r, const core::MessageInfo& info,
                   std::span<const std::uint8_t> eager) noexcept;

@@ -191,7 +191,6 @@ void frag_placed(RecvRequest* r, std::uint64_t offset, std::size_t len) noexcept
 
 int start_recv(RecvRequest* r) noexcept {
     mca_pml_base_request_t& b = r->base.req_base;
-    reset_recv_state(r);
     if (matcher_of(b.req_comm) == nullptr)
         return OMPI_ERR_BAD_PARAM;
     core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r),
