@@ -54,12 +54,17 @@ core::CommMatcher* matcher_of(ompi_communicator_t* comm) noexcept {
     return state().engine->comm(comm->c_contextid);
 }
 
-// The blocking forms: wait, copy the status out, release the request.
-int wait_and_free(ompi_request_t* req, ompi_status_public_t* status) noexcept {
+// The blocking forms: wait, copy the status out (its MPI_ERROR is returned)...
+int wait_for(ompi_request_t* req, ompi_status_public_t* status) noexcept {
     ompi_request_wait_completion(req);
     if (status != nullptr)
         OMPI_COPY_STATUS(status, req->req_status, false);  // all but MPI_ERROR (fill_status)
-    const int rc = req->req_status.MPI_ERROR;
+    return req->req_status.MPI_ERROR;
+}
+
+// ... and release the request.
+int wait_and_free(ompi_request_t* req, ompi_status_public_t* status) noexcept {
+    const int rc = wait_for(req, status);
     ompi_request_free(&req);
     return rc;
 }
@@ -248,10 +253,7 @@ int recv(void* buf, size_t count, ompi_datatype_t* dt, int src, int tag, ompi_co
             rc != OMPI_SUCCESS)
             return rc;
     }
-    ompi_request_wait_completion(req);
-    if (status != nullptr)
-        OMPI_COPY_STATUS(status, req->req_status, false);  // all but MPI_ERROR (fill_status)
-    const int rc = req->req_status.MPI_ERROR;
+    const int rc = wait_for(req, status);
     // A completed receive is PML-complete too (recv_complete): nothing refers
     // to it any more, and it can wait for the next MPI_Recv as it is.
     if (keep && s.blocking_recv == nullptr && r->base.req_base.req_pml_complete) {
