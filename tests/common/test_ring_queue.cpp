@@ -74,4 +74,28 @@ TEST(RingQueue, GrowsWhileWrappedKeepingOrder) {
         EXPECT_EQ(q[i], i + 5);
 }
 
+TEST(RingQueue, AllocatesOnFirstPushAndFreesABurstOnceDrained) {
+    RingQueue<std::uint32_t> q;
+    EXPECT_EQ(q.capacity(), 0u);
+    q.push_back(1);
+    EXPECT_GT(q.capacity(), 0u);
+    q.pop_front();
+    EXPECT_GT(q.capacity(), 0u);  // a working size is kept
+    const std::size_t burst = 4 * RingQueue<std::uint32_t>::kKeepCapacity;
+    for (std::uint32_t v = 0; v < burst; ++v)
+        q.push_back(v);
+    EXPECT_GE(q.capacity(), burst);
+    for (std::size_t i = 0; i + 1 < burst; ++i)
+        q.pop_front();
+    EXPECT_GE(q.capacity(), burst);  // not while anything is left
+    q.erase(0);
+    EXPECT_EQ(q.capacity(), 0u);
+    q.push_back(7);  // and usable again
+    EXPECT_EQ(q.front(), 7u);
+    for (std::uint32_t v = 0; v < burst; ++v)
+        q.push_back(v);
+    q.clear();
+    EXPECT_EQ(q.capacity(), 0u);
+}
+
 }  // namespace

@@ -5,7 +5,8 @@
 // and allocates one even while empty).
 //
 // Nothing is allocated until the first push, so idle queues (one per source
-// rank of every communicator) cost three words.
+// rank of every communicator) cost three words; a ring grown past
+// kKeepCapacity by a burst is freed once the burst has drained.
 #pragma once
 #include <cstddef>
 #include <type_traits>
@@ -20,6 +21,7 @@ class RingQueue {
   public:
     [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] std::size_t capacity() const noexcept { return ring_.size(); }
 
     // i-th element from the front; i < size().
     T& operator[](std::size_t i) noexcept { return ring_[(head_ + i) & mask()]; }
@@ -36,18 +38,24 @@ class RingQueue {
     // Not empty.
     void pop_front() noexcept {
         head_ = (head_ + 1) & mask();
-        --size_;
+        if (--size_ == 0)
+            emptied();
     }
     // Removes the i-th element (i < size()), keeping the others' order.
     void erase(std::size_t i) noexcept {
         for (; i + 1 < size_; ++i)
             (*this)[i] = (*this)[i + 1];
-        --size_;
+        if (--size_ == 0)
+            emptied();
     }
     void clear() noexcept {
-        head_ = 0;
         size_ = 0;
+        emptied();
     }
+
+    // Rings up to this many elements are kept while empty (the working size
+    // of a busy queue); larger ones are freed.
+    static constexpr std::size_t kKeepCapacity = 256;
 
     // Index of the first element for which pred holds; size() if none.
     template <typename Pred>
@@ -60,6 +68,12 @@ class RingQueue {
 
   private:
     [[nodiscard]] std::size_t mask() const noexcept { return ring_.size() - 1; }
+
+    void emptied() noexcept {
+        head_ = 0;
+        if (ring_.size() > kKeepCapacity)
+            std::vector<T>().swap(ring_);
+    }
 
     void grow() {
         std::vector<T> bigger(ring_.empty() ? kFirstCapacity : ring_.size() * 2);
