@@ -67,6 +67,19 @@ def test_communicators_freed_while_frames_wait_for_acks(mpi, btl):
     expect(mpi.run("comm_lifetime", np=4, mca=dr(btl), args=[200]), "COMM_LIFETIME OK")
 
 
+@pytest.mark.mpi_timeout(120)
+def test_communicator_limit_is_ob1s(mpi):
+    # MPI_Comm_dup fails cleanly once as many communicators are alive as ob1
+    # allows (65535 context ids), not after memory ran out (MPICH's
+    # errors/comm/too_many_comms), and the freed ids come back.
+    counts = {}
+    for pml in ("ob1", "dr"):
+        result = mpi.run("comm_limit", np=2, mca={"pml": pml, "btl": "self,vader"})
+        expect(result, "comm_limit ok")
+        counts[pml] = int(result.stdout.split("comm_limit ")[1].split()[0])
+    assert counts["dr"] == counts["ob1"] < 200000, counts
+
+
 @pytest.mark.mpi_timeout(60)
 @pytest.mark.parametrize("btl", ["self,vader", "self,tcp"])
 def test_completed_sends_arrive_while_the_sender_stays_out_of_mpi(mpi, btl):

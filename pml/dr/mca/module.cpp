@@ -262,8 +262,12 @@ mca_pml_base_module_t make_module() noexcept {
     m.pml_mrecv = mrecv;
     m.pml_dump = dump;
     m.pml_ft_event = ft_event;
-    // Context ids and tags travel as 32-bit fields.
-    m.pml_max_contextid = 0x7fffffff;
+    // Tags travel as 32-bit fields. Context ids do too, but are capped as
+    // ob1 caps them (its header has 16 bits): past 65535 live communicators
+    // MPI_Comm_dup fails cleanly, as applications written against ob1 (and
+    // MPICH's tests) expect, and the engine's communicator table stays
+    // bounded instead of growing until memory runs out.
+    m.pml_max_contextid = 65535;
     m.pml_max_tag = 0x7fffffff;
     m.pml_flags = 0;
     return m;
