@@ -339,18 +339,9 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
     const std::uint32_t seq = p.next_seq;
     p.next_seq = seq_after(seq);
     TxFrame& f = tx(ch, p, seq);
-    // Field by field: `f = TxFrame{}` built a temporary on the stack and
-    // copied it over, reading back bytes that two smaller stores had just
-    // written (a load the CPU cannot forward from its store buffer).
-    static_assert(sizeof(TxFrame) == 40, "a new TxFrame field must be reset here");
-    f.token = token;
-    f.last_tx = 0;
-    f.tx_order = 0;
-    f.seq = seq;
-    f.pending = 0;
-    f.bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
-    f.state = FrameState::Free;
-    f.path = kNoSlot;
+    f = TxFrame{.token = token,
+                .seq = seq,
+                .bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX))};
     set_state(ch, p, f, FrameState::InFlight, "submitted");
     if (p.unacked++ == 0)
         p.last_progress = now;
