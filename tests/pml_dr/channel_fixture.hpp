@@ -35,7 +35,9 @@ struct Rec : ChannelOutput {
     struct Ack {
         PeerId peer;
         PathId path;
-        AckInfo ack;
+        AckInfo ack;  // cumulative and selective part (timing in delay/max_delay)
+        Micros delay;
+        Micros max_delay;
     };
     ReliableChannel* ch = nullptr;
     bool auto_complete = true;
@@ -49,6 +51,14 @@ struct Rec : ChannelOutput {
         std::uint32_t seq;
     };
     std::vector<Nack> nacks;
+    struct Probe {
+        PeerId peer;
+        PathId path;
+        std::uint32_t id;
+        bool reply;
+        Micros at;
+    };
+    std::vector<Probe> probes;
     std::vector<PathId> failed;
     std::vector<Micros> failed_at;
     std::vector<PeerId> dead;
@@ -64,10 +74,15 @@ struct Rec : ChannelOutput {
         return inline_complete;
     }
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override {
-        acks.push_back(Ack{peer, path, ack});
+        AckInfo sack = ack;
+        sack.delay = sack.max_delay = 0;
+        acks.push_back(Ack{peer, path, sack, ack.delay, ack.max_delay});
     }
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override {
         nacks.push_back(Nack{peer, path, seq});
+    }
+    void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override {
+        probes.push_back(Probe{peer, path, id, reply, now});
     }
     void path_failed(PeerId, PathId path) override {
         failed.push_back(path);
@@ -108,6 +123,10 @@ inline ChannelParams test_params() {
     p.ack_every = 4;
     p.settle_every = 4;
     p.ack_delay = 100;
+    // PTO before any sample: 100 + 4 x 50 + 100 (ack_delay) = 400, then
+    // 800, then capped at ack_timeout.
+    p.initial_rtt = 100;
+    p.granularity = 10;
     p.ack_timeout = 1000;
     p.ack_retries = 2;
     p.watchdog_timeout = 500;

@@ -413,53 +413,166 @@ TEST(ChannelBackoff, LinearTable) {
     static_assert(backoff(10 * plugin::common::kSeconds, 2) == 30 * plugin::common::kSeconds);
 }
 
-TEST(ChannelTimers, AckTimerBacksOffThenFailsPathAndRedrives) {
-    Sender s;  // ack_timeout 1000, ack_retries 2
+TEST(ChannelRecovery, PtoProbesOnThePathThenElsewhereThenFailsItWhenThePeerAnswersThere) {
+    Sender s;  // PTO 400, 800, then the cap 1000; ack_retries 2
     s.submit(1, kP1);
-    EXPECT_EQ(s.ch.exact_deadline(), 1000);
-    // The peer is alive and talks to us over kP2 while kP1 stays silent.
-    EXPECT_EQ(s.ch.on_data(kPeer, kP2, 1, 500), Verdict::Deliver);
-    s.run_timers(999);
+    EXPECT_EQ(s.ch.exact_deadline(), 400);
+    // The peer is alive and talks to us over kP2 (before the probes: that
+    // alone blames nothing).
+    EXPECT_EQ(s.ch.on_data(kPeer, kP2, 1, 300), Verdict::Deliver);
+    s.run_timers(399);
     EXPECT_EQ(s.out.tx.size(), 1u);
-    s.run_timers(1000);
+    // Expiry 1: a tail-loss probe on the same path.
+    s.run_timers(400);
     ASSERT_EQ(s.out.tx.size(), 2u);
     EXPECT_TRUE(s.out.tx[1].retx);
     EXPECT_EQ(s.out.tx[1].path, kP1);
     EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
-    EXPECT_EQ(s.ch.exact_deadline(), 3000);  // backoff(1000, 1)
-    s.run_timers(3000);
-    ASSERT_EQ(s.out.tx.size(), 3u);
-    EXPECT_EQ(s.ch.exact_deadline(), 6000);  // backoff(1000, 2)
-    s.run_timers(5999);
-    EXPECT_TRUE(s.out.failed.empty());
-    s.run_timers(6000);
-    ASSERT_EQ(s.out.failed, (std::vector<PathId>{kP1}));
-    EXPECT_EQ(s.out.failed_at[0], time_to_fail(1000, 2));
+    EXPECT_FALSE(s.ch.path_preferred(kPeer, kP1)) << "kP2 is alive";
+    EXPECT_EQ(s.ch.exact_deadline(), 1200);  // the PTO doubled
+    // Expiry 2: the probe again, and a copy on the other path.
+    s.run_timers(1200);
     ASSERT_EQ(s.out.tx.size(), 4u);
+    EXPECT_EQ(s.out.tx[2].path, kP1);
     EXPECT_EQ(s.out.tx[3].path, kP2);
-    EXPECT_TRUE(s.out.tx[3].retx);
-    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Failed);
+    EXPECT_EQ(s.ch.exact_deadline(), 2200);  // capped at ack_timeout
+    // Expiry 3 (past the retries): nothing heard since the last probe: kept.
+    s.run_timers(2200);
+    EXPECT_TRUE(s.out.failed.empty());
+    EXPECT_EQ(s.ch.counters(kPeer)->silent_expiries, 1u);
+    // The peer answers on kP2 now, never on kP1: failed at the next expiry,
+    // the frame re-driven on kP2.
+    EXPECT_EQ(s.ch.on_data(kPeer, kP2, 2, 2300), Verdict::Deliver);
+    const std::size_t before = s.out.tx.size();
+    s.run_timers(3199);
+    EXPECT_TRUE(s.out.failed.empty());
+    s.run_timers(3200);
+    ASSERT_EQ(s.out.failed, (std::vector<PathId>{kP1}));
+    EXPECT_EQ(s.out.failed_at[0], 3200);
+    ASSERT_EQ(s.out.tx.size(), before + 1);
+    EXPECT_EQ(s.out.tx.back().path, kP2);
     const PeerCounters& c = *s.ch.counters(kPeer);
-    EXPECT_EQ(c.ack_timeouts, 3u);
-    EXPECT_EQ(c.timeout_retransmits, 2u);
+    EXPECT_EQ(c.ack_timeouts, 4u);
+    EXPECT_EQ(c.timeout_retransmits, 3u);
+    EXPECT_EQ(c.probe_retransmits, 2u);
     EXPECT_EQ(c.failover_retransmits, 1u);
-    EXPECT_EQ(c.failovers, 1u);
     EXPECT_EQ(c.paths_lost, 1u);
-    // Progress on the new path: Alive, acked, no timer left.
+    // Acknowledged over kP2: what is left is the failed path's probe timer.
     s.ack(1, 0, 0, kP2);
     EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1}));
-    EXPECT_EQ(s.ch.exact_deadline(), kNever);
+    EXPECT_EQ(s.ch.exact_deadline(), 3200 + 100 * plugin::common::kMillis);
 }
 
-TEST(ChannelTimers, ProgressResetsTheRetryCount) {
+TEST(ChannelRecovery, AFailedPathIsProbedWhileThereIsTrafficAndTakenBackWhenItAnswers) {
+    Sender s;
+    s.submit(1, kP1);
+    s.ch.remove_path(kPeer, kP1, 0);  // the BTL reported an error
+    ASSERT_EQ(s.ch.path_state(kPeer, kP1), PathState::Failed);
+    // Probed at the first interval while frame 1 is in flight.
+    s.run_timers(100 * plugin::common::kMillis);
+    ASSERT_EQ(s.out.probes.size(), 1u);
+    const Rec::Probe probe = s.out.probes[0];
+    EXPECT_EQ(probe.path, kP1);
+    EXPECT_FALSE(probe.reply);
+    // Unanswered: the next one after twice the interval.
+    s.run_timers(300 * plugin::common::kMillis - 1);
+    EXPECT_EQ(s.out.probes.size(), 1u);
+    s.run_timers(300 * plugin::common::kMillis);
+    ASSERT_EQ(s.out.probes.size(), 2u);
+    // A late answer to the first probe, and one that is not ours: nothing.
+    s.ch.on_probe_ack(kPeer, kP1, probe.id, s.out.now);
+    s.ch.on_probe_ack(kPeer, kP1, 12345, s.out.now);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Failed);
+    EXPECT_EQ(s.ch.counters(kPeer)->stale_probes, 2u);
+    // The answer to the latest: taken back; new traffic may use it again.
+    s.ch.on_probe_ack(kPeer, kP1, s.out.probes[1].id, s.out.now + 30);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
+    EXPECT_EQ(s.ch.counters(kPeer)->paths_readmitted, 1u);
+    EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->paths_readmitted, 1u);
+    EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->rtt_samples, 1u);
+    s.submit(2, kP1);
+    EXPECT_EQ(s.out.tx.back().path, kP1);
+    // A second failure of the same path is handled the same way.
+    s.ch.remove_path(kPeer, kP1, s.out.now);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Failed);
+    EXPECT_EQ(s.ch.counters(kPeer)->paths_lost, 2u);
+}
+
+TEST(ChannelRecovery, AnIdlePeerIsNotProbedUntilItHasTrafficAgain) {
+    Sender s;
+    s.submit(1, kP1);
+    s.ch.remove_path(kPeer, kP1, 0);
+    s.ack(1, 0, 0, kP2);
+    s.run_timers(10 * plugin::common::kSeconds);
+    EXPECT_TRUE(s.out.probes.empty()) << "nothing in flight: no probe";
+    EXPECT_EQ(s.ch.exact_deadline(), kNever);
+    s.submit(2);  // traffic again: the paused probing resumes at once
+    s.run_timers(s.out.now);
+    ASSERT_EQ(s.out.probes.size(), 1u);
+    EXPECT_EQ(s.out.probes[0].path, kP1);
+}
+
+TEST(ChannelRecovery, TheReceiverAnswersAProbeOnThePathItCameBy) {
+    Sender s;
+    s.ch.on_probe(kPeer, kP2, 77, 0);
+    s.ch.on_probe(kPeer, kP2, 0, 0);  // id 0 is never valid
+    ASSERT_EQ(s.out.probes.size(), 1u);
+    EXPECT_EQ(s.out.probes[0].path, kP2);
+    EXPECT_EQ(s.out.probes[0].id, 77u);
+    EXPECT_TRUE(s.out.probes[0].reply);
+}
+
+TEST(ChannelRecovery, ASuspectPathThatWentIdleIsProbedAndAnAnswerRevivesIt) {
+    Sender s;
+    s.submit(1, kP1);
+    s.run_timers(1200);  // two expiries: a copy went on kP2
+    ASSERT_EQ(s.out.tx.size(), 4u);
+    s.submit(2);  // traffic goes on: avoids the suspect kP1
+    EXPECT_EQ(s.out.tx.back().path, kP2);
+    // Frame 1 acknowledged (which copy did it? neither path is credited).
+    s.ack(1, 0, 0, kP2);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
+    s.run_timers(s.out.now);  // idle and suspect: a PROBE at once
+    ASSERT_EQ(s.out.probes.size(), 1u);
+    EXPECT_EQ(s.out.probes[0].path, kP1);
+    s.ch.on_probe_ack(kPeer, kP1, s.out.probes[0].id, s.out.now + 20);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
+    EXPECT_TRUE(s.ch.path_preferred(kPeer, kP1));
+}
+
+TEST(ChannelRecovery, RttSamplesComeFromFramesSentOnceAndSetThePto) {
     Sender s(test_params(), false);
     s.submit(1);
+    s.out.now = 30;
+    s.ch.on_ack(kPeer, kP1, AckInfo{1, 0, 0, 10, 100}, s.out.now);  // 30 us, 10 of them held
+    const PathCounters& pc = *s.ch.path_counters(kPeer, kP1);
+    EXPECT_EQ(pc.rtt_samples, 1u);
+    EXPECT_EQ(pc.srtt, 30);  // the first sample is taken whole
+    EXPECT_EQ(pc.min_rtt, 30);
     s.submit(2);
-    s.run_timers(1000);  // expiry 1: both resent, Suspect
-    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Suspect);
+    // PTO = srtt + max(4 rttvar, granularity) + max_ack_delay = 30 + 60 + 100
+    EXPECT_EQ(s.ch.exact_deadline(), 30 + 190);
+    // A resent frame gives no sample (Karn).
+    s.run_timers(30 + 190);
+    s.ch.on_ack(kPeer, kP1, AckInfo{2, 0, 0, 0, 100}, 1000);
+    EXPECT_EQ(pc.rtt_samples, 1u);
+}
+
+TEST(ChannelRecovery, ATailProbesAckRevealsEveryFrameLostBeforeIt) {
+    Sender s(test_params(), false);
+    for (FrameToken t = 1; t <= 4; ++t)
+        s.submit(t);
+    // 2, 3 and 4 are lost at the tail; 1 arrives. The PTO probes with 2.
+    s.out.now = 50;
     s.ack(1);
-    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
-    EXPECT_EQ(s.ch.exact_deadline(), 2000);  // restarted with the base timeout
+    const std::size_t before = s.out.tx.size();
+    s.run_timers(50 + 400);
+    ASSERT_EQ(s.out.retransmitted_seqs(before), (std::vector<std::uint32_t>{2}));
+    // Its ACK (nothing past it arrived, no selective part) shows 3 and 4,
+    // sent before it on the same path, lost: resent at once.
+    const std::size_t probe = s.out.tx.size();
+    s.ch.on_ack(kPeer, kP1, AckInfo{2, 0, 0, 0, 100}, s.out.now + 10);
+    EXPECT_EQ(s.out.retransmitted_seqs(probe), (std::vector<std::uint32_t>{3, 4}));
 }
 
 TEST(ChannelFailover, RemovePathRedrivesEveryUnackedFrameOnTheNextPath) {
@@ -502,8 +615,10 @@ TEST(ChannelPeerDeath, APeerSilentOnEveryPathKeepsItsPathsUntilPeerDeadTimeout) 
     EXPECT_TRUE(s.out.dead.empty());
     const PeerCounters& c = *s.ch.counters(kPeer);
     EXPECT_GT(c.silent_expiries, 0u);
-    // Past the retries each path resends once per longest back-off (3000).
-    EXPECT_EQ(c.timeout_retransmits, 3u * (2 + (59'999 - time_to_fail(1000, 2)) / 3000 + 1));
+    // Each path probes once per longest back-off (the 1000 us cap): about
+    // 60 expiries per path, each resending one frame on its path.
+    EXPECT_GE(c.timeout_retransmits, 2u * 55u);
+    EXPECT_LE(c.timeout_retransmits, 2u * 61u);
     // Back in time, the peer answers everything: nothing was lost on the way.
     s.run_timers(60'000);
     ASSERT_EQ(s.out.dead.size(), 1u);
@@ -655,7 +770,10 @@ TEST(ChannelLocal, CompletionWithErrorFailsThePathAndRedrives) {
 }
 
 TEST(ChannelLocal, WatchdogFailsAPathThatNeverCompletes) {
-    Sender s;  // watchdog 500, 1 retry: expiries at 500 (suspect) and 1500 (failed)
+    ChannelParams p = test_params();
+    p.initial_rtt = 10'000;  // the PTO stays out of the way
+    p.ack_timeout = 100'000;
+    Sender s(p);  // watchdog 500, 1 retry: expiries at 500 (suspect) and 1500 (failed)
     s.out.auto_complete = false;
     s.submit(1, kP1);
     s.run_timers(499);

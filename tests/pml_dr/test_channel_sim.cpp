@@ -45,6 +45,8 @@ constexpr int kLinks = 2;
 constexpr std::uint8_t kData = 1;
 constexpr std::uint8_t kAck = 2;
 constexpr std::uint8_t kNack = 3;
+constexpr std::uint8_t kProbe = 4;
+constexpr std::uint8_t kProbeAck = 5;
 
 void put(std::vector<std::uint8_t>& b, std::uint64_t v, int bytes) {
     for (int i = bytes - 1; i >= 0; --i)
@@ -84,6 +86,15 @@ std::vector<std::uint8_t> encode_ack(const AckInfo& a) {
     put(b, a.cum_seq, 4);
     put(b, a.sack_base, 4);
     put(b, a.sack_mask, 8);
+    put(b, static_cast<std::uint64_t>(a.delay), 4);
+    put(b, static_cast<std::uint64_t>(a.max_delay), 4);
+    seal(b);
+    return b;
+}
+
+std::vector<std::uint8_t> encode_probe(std::uint32_t id, bool reply) {
+    std::vector<std::uint8_t> b{reply ? kProbeAck : kProbe};
+    put(b, id, 4);
     seal(b);
     return b;
 }
@@ -118,13 +129,14 @@ std::optional<Parsed> parse(std::span<const std::uint8_t> b) {
     }
     if (!intact)
         return std::nullopt;
-    if (p.kind == kNack && body == 5) {
+    if ((p.kind == kNack || p.kind == kProbe || p.kind == kProbeAck) && body == 5) {
         p.seq = static_cast<std::uint32_t>(get(b, 1, 4));
         return p;
     }
-    if (p.kind == kAck && body == 17) {
+    if (p.kind == kAck && body == 25) {
         p.ack = AckInfo{static_cast<std::uint32_t>(get(b, 1, 4)),
-                        static_cast<std::uint32_t>(get(b, 5, 4)), get(b, 9, 8)};
+                        static_cast<std::uint32_t>(get(b, 5, 4)), get(b, 9, 8),
+                        static_cast<Micros>(get(b, 17, 4)), static_cast<Micros>(get(b, 21, 4))};
         return p;
     }
     return std::nullopt;
@@ -178,6 +190,7 @@ struct Node final : ChannelOutput {
     bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
+    void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override;
     void path_failed(PeerId, PathId) override { ++paths_failed; }
     void peer_dead(PeerId peer) override;
     void acked(PeerId peer, FrameToken token) override;
@@ -319,6 +332,11 @@ void Node::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
     w.net.send(sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path), encode_nack(seq)});
 }
 
+void Node::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
+    w.net.send(sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path),
+                          encode_probe(id, reply)});
+}
+
 void Node::peer_dead(PeerId peer) {
     if (!dead_at.emplace(peer, w.sim.now()).second)
         ++w.glue_errors;  // twice
@@ -353,6 +371,14 @@ void Node::on_frame(int src, int link, std::span<const std::uint8_t> bytes) {
     }
     if (f->kind == kNack) {
         ch->on_nack(peer, path, f->seq, w.sim.now());
+        return;
+    }
+    if (f->kind == kProbe) {
+        ch->on_probe(peer, path, f->seq, w.sim.now());
+        return;
+    }
+    if (f->kind == kProbeAck) {
+        ch->on_probe_ack(peer, path, f->seq, w.sim.now());
         return;
     }
     if (f->damaged) {

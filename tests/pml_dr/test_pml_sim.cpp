@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -71,6 +72,7 @@ struct NodeGlue final : ChannelOutput, FrameGate {
     bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
+    void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override;
     void path_failed(PeerId, PathId) override {}
     void peer_dead(PeerId peer) override;
     void acked(PeerId peer, FrameToken token) override;
@@ -80,6 +82,7 @@ struct NodeGlue final : ChannelOutput, FrameGate {
     void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) override;
     void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) override;
     void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
+    void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 };
 
@@ -94,6 +97,7 @@ struct Node {
     std::unique_ptr<ReliableChannel> ch;
     std::map<FrameToken, std::vector<std::uint8_t>> store;  // frames kept until acked
     std::vector<std::deque<FrameToken>> backlog;            // per peer, window full
+    std::set<PeerId> pumping;  // peers inside pump()
     // The MATCH being fed to the engine: the oracle is asked only if the gate admits it.
     std::optional<std::pair<int, MatchHdr>> arriving;
     std::optional<std::vector<Oracle::Event>> want;
@@ -291,6 +295,15 @@ class SimRun {
     // Submits what the window takes, oldest first.
     void pump(int rank, PeerId peer) {
         Node& node = nodes_[static_cast<std::size_t>(rank)];
+        // A submit that finds the window full applies the carried acks,
+        // whose releases call back here: the outer loop goes on instead.
+        if (!node.pumping.insert(peer).second)
+            return;
+        struct Done {
+            std::set<PeerId>& set;
+            PeerId peer;
+            ~Done() { set.erase(peer); }
+        } done{node.pumping, peer};
         auto& q = node.backlog[peer];
         while (!q.empty()) {
             const FrameToken t = q.front();
@@ -580,6 +593,15 @@ void NodeGlue::send_ack(PeerId peer, PathId path, const AckInfo& ack) {
     h.common.ack_seq = ack.cum_seq;
     h.sack_base = ack.sack_base;
     h.sack_mask = ack.sack_mask;
+    h.ack_delay = static_cast<std::uint32_t>(ack.delay);
+    h.max_ack_delay = static_cast<std::uint32_t>(ack.max_delay);
+    run->glue_control(rank, peer, path, h);
+}
+void NodeGlue::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
+    ProbeHdr h;
+    h.common.type = reply ? FrameType::ProbeAck : FrameType::Probe;
+    h.probe_id = id;
+    h.reply = reply;
     run->glue_control(rank, peer, path, h);
 }
 void NodeGlue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
@@ -604,13 +626,21 @@ bool NodeGlue::fresh(PeerId peer, std::uint32_t seq) const {
 }
 void NodeGlue::on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) {
     run->channel_of(rank).on_ack(
-        peer, path, AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask}, run->now());
+        peer, path,
+        AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask, ack.ack_delay, ack.max_ack_delay},
+        run->now());
 }
 void NodeGlue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {
     run->channel_of(rank).on_carried_ack(peer, path, ack_seq, run->now());
 }
 void NodeGlue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
     run->channel_of(rank).on_nack(peer, path, seq, run->now());
+}
+void NodeGlue::on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) {
+    if (reply)
+        run->channel_of(rank).on_probe_ack(peer, path, id, run->now());
+    else
+        run->channel_of(rank).on_probe(peer, path, id, run->now());
 }
 void NodeGlue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
     run->channel_of(rank).on_damaged(peer, path, seq, run->now());

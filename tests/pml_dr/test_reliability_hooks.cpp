@@ -110,7 +110,11 @@ struct Gate : FrameGate {
     }
     std::vector<std::uint32_t> nacks;
     std::vector<std::uint32_t> damaged;
+    std::vector<std::pair<std::uint32_t, bool>> probes;
     void on_nack(PeerId, std::uint64_t, std::uint32_t seq) override { nacks.push_back(seq); }
+    void on_probe(PeerId, std::uint64_t, std::uint32_t id, bool reply) override {
+        probes.emplace_back(id, reply);
+    }
     void on_damaged(PeerId, std::uint64_t, std::uint32_t seq) override { damaged.push_back(seq); }
 };
 

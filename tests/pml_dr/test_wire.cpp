@@ -103,12 +103,15 @@ TEST(PmlDrWire, HeaderSizes) {
     EXPECT_EQ(header_size(FrameType::Rndv), 72u);
     EXPECT_EQ(header_size(FrameType::Cts), 56u);
     EXPECT_EQ(header_size(FrameType::Frag), 48u);
-    EXPECT_EQ(header_size(FrameType::Ack), 36u);
+    EXPECT_EQ(header_size(FrameType::Ack), 44u);
     EXPECT_EQ(header_size(FrameType::Credit), 32u);
     EXPECT_EQ(header_size(FrameType::Nack), 32u);
     EXPECT_EQ(header_size(static_cast<FrameType>(0)), 0u);
     EXPECT_EQ(header_size(FrameType::Put), 64u);
-    EXPECT_EQ(header_size(static_cast<FrameType>(9)), 0u);
+    EXPECT_EQ(header_size(FrameType::Probe), 32u);
+    EXPECT_EQ(header_size(FrameType::ProbeAck), 32u);
+    EXPECT_EQ(header_size(static_cast<FrameType>(11)), 0u);
+    EXPECT_EQ(to_string(FrameType::ProbeAck), "PROBE_ACK");
     EXPECT_EQ(to_string(FrameType::Rndv), "RNDV");
     EXPECT_EQ(to_string(static_cast<FrameType>(77)), "unknown");
 }
@@ -380,7 +383,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
 
     // Laid out by hand from the diagram in wire.hpp, hdr_crc as zero.
     std::vector<std::uint8_t> want = {
-        0x02, 0x01, 0x00, 0x05,  // version 2, type MATCH, flags csum|retransmit
+        0x03, 0x01, 0x00, 0x05,  // version 3, type MATCH, flags csum|retransmit
         0x00, 0x00, 0x00, 0x00,  // hdr_crc (filled below)
         0x01, 0x02, 0x03, 0x04,  // src_jobid
         0x0A, 0x0B, 0x0C, 0x0D,  // src_vpid
@@ -395,7 +398,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
     };
     ASSERT_EQ(want.size(), kMatchHeaderSize);
     const std::uint32_t hdr_crc = ref_crc32c(want);
-    EXPECT_EQ(hdr_crc, 0x70E78118u);  // computed independently of the library
+    EXPECT_EQ(hdr_crc, 0x6CCE9C1Cu);  // computed independently of the library
     put_be32(std::span(want).subspan(4, 4), hdr_crc);
 
     std::array<std::uint8_t, kMatchHeaderSize> got{};
@@ -590,7 +593,7 @@ TEST(PmlDrWire, UnknownVersionRejected) {
 
 TEST(PmlDrWire, UnknownTypeRejected) {
     Samples s;
-    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 9, 10, 0x80, 0xFF}) {
+    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 11, 12, 0x80, 0xFF}) {
         auto g = frame_of(s.match, s.payload);
         g[1] = t;
         EXPECT_EQ(error_of(g), ErrorCode::BadType) << "type " << int{t};
@@ -848,6 +851,73 @@ TEST(PmlDrWire, ResealedMutantsAreValidatedAndCanonical) {
     // Both outcomes are exercised (random src/seq/cid edits stay valid).
     EXPECT_GT(accepted, 1000u);
     EXPECT_GT(rejected, 1000u);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PmlDrWire, AckCarriesItsTiming) {
+    AckHdr h;
+    h.common.type = FrameType::Ack;
+    h.common.src_jobid = 7;
+    h.common.ack_seq = 41;
+    h.sack_base = 64;
+    h.sack_mask = 0x5;
+    h.ack_delay = 123;
+    h.max_ack_delay = 200;
+    std::array<std::uint8_t, kAckHeaderSize> buf{};
+    ASSERT_TRUE(encode(h, buf).has_value());
+    // The two timing fields follow the selective part, big-endian.
+    EXPECT_EQ((std::vector<std::uint8_t>(buf.begin() + 36, buf.end())),
+              (std::vector<std::uint8_t>{0, 0, 0, 123, 0, 0, 0, 200}));
+    auto d = decode(buf);
+    ASSERT_TRUE(d.has_value());
+    const auto& a = std::get<AckHdr>(d->header);
+    EXPECT_EQ(a.ack_delay, 123u);
+    EXPECT_EQ(a.max_ack_delay, 200u);
+    EXPECT_EQ(a.sack_mask, 0x5u);
+}
+
+TEST(PmlDrWire, ProbeRoundTripAndHostileProbes) {
+    for (const bool reply : {false, true}) {
+        ProbeHdr h;
+        h.common.src_jobid = 7;
+        h.common.src_vpid = 3;
+        h.common.ack_seq = 9;
+        h.probe_id = 0xA1B2C3D4u;
+        h.reply = reply;
+        std::array<std::uint8_t, kProbeHeaderSize> buf{};
+        ASSERT_TRUE(encode(h, buf).has_value());
+        EXPECT_EQ(buf[1], reply ? 10 : 9);
+        auto d = decode(buf);
+        ASSERT_TRUE(d.has_value());
+        const auto& p = std::get<ProbeHdr>(d->header);
+        EXPECT_EQ(p.probe_id, 0xA1B2C3D4u);
+        EXPECT_EQ(p.reply, reply);
+        EXPECT_EQ(common_of(d->header).ack_seq, 9u);
+        // Every truncation fails cleanly.
+        for (std::size_t n = 0; n < buf.size(); ++n)
+            EXPECT_FALSE(decode(std::span(buf).first(n)).has_value()) << n;
+        // Non-zero reserved field, id 0, a frame_seq, a payload: refused
+        // even when resealed.
+        auto bad = [&](auto&& mutate) {
+            std::vector<std::uint8_t> g(buf.begin(), buf.end());
+            mutate(g);
+            put_be32(std::span(g).subspan(4, 4), 0);
+            put_be32(std::span(g).subspan(4, 4), ref_crc32c(std::span(g).first(kProbeHeaderSize)));
+            return decode(g).has_value();
+        };
+        EXPECT_FALSE(bad([](auto& g) { g[31] = 1; }));
+        EXPECT_FALSE(bad([](auto& g) { std::fill(g.begin() + 24, g.begin() + 28, 0); }));
+        EXPECT_FALSE(bad([](auto& g) { g[19] = 1; }));
+        EXPECT_FALSE(bad([](auto& g) { g.push_back(0); }));
+        EXPECT_TRUE(bad([](auto&) {}));
+    }
+    // The encoder refuses what the decoder would.
+    ProbeHdr zero;
+    std::array<std::uint8_t, kProbeHeaderSize> buf{};
+    EXPECT_FALSE(encode(zero, buf).has_value());
 }
 
 }  // namespace

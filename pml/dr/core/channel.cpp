@@ -90,7 +90,18 @@ ChannelParams channel_params(const Config& config) noexcept {
     p.peer_dead_timeout = config.peer_dead_timeout;
     p.window = config.window;
     p.ack_every = std::max(p.settle_every, config.window / 4);
+    p.probe_interval = config.probe_interval;
+    p.probe_max = config.probe_max;
     return p;
+}
+
+recovery::Params recovery_params(const ChannelParams& params) noexcept {
+    return recovery::Params{.initial_rtt = params.initial_rtt,
+                            .granularity = params.granularity,
+                            .max_pto = params.ack_timeout,
+                            .fail_after = params.ack_retries,
+                            .probe_initial = params.probe_interval,
+                            .probe_max = params.probe_max};
 }
 
 std::string validate(const ChannelParams& p) {
@@ -100,7 +111,8 @@ std::string validate(const ChannelParams& p) {
         return "channel ack_every and settle_every must be at least 1";
     if (p.ack_delay < 0)
         return "channel ack_delay must not be negative";
-    if (p.ack_timeout <= 0 || p.watchdog_timeout <= 0 || p.peer_dead_timeout <= 0)
+    if (p.ack_timeout <= 0 || p.watchdog_timeout <= 0 || p.peer_dead_timeout <= 0 ||
+        p.initial_rtt <= 0 || p.granularity <= 0 || p.probe_interval <= 0 || p.probe_max <= 0)
         return "channel timeouts must be positive";
     if (p.max_paths < 1 || p.max_paths > kMaxPathsPerPeer)
         return "channel max_paths must be in 1..32";
@@ -115,7 +127,7 @@ std::uint8_t ReliableChannel::Ops::choose_path(const Peer& p, PathId hint, std::
                                                std::uint32_t avoid) noexcept {
     if (hint != kAnyPath) {
         const std::uint8_t s = find_slot(p, hint);
-        if (s != kNoSlot && p.paths[s].state != PathState::Failed && (avoid & slot_bit(s)) == 0)
+        if (s != kNoSlot && (avoid & slot_bit(s)) == 0 && preferred(p, s))
             return s;
     }
     const std::size_t n = p.paths.size();
@@ -130,6 +142,23 @@ std::uint8_t ReliableChannel::Ops::choose_path(const Peer& p, PathId hint, std::
         }
     }
     return kNoSlot;
+}
+
+bool ReliableChannel::Ops::preferred(const Peer& p, std::uint8_t slot) noexcept {
+    switch (p.paths[slot].state) {
+        case PathState::Alive:
+            return true;
+        case PathState::Suspect:
+            return std::none_of(p.paths.begin(), p.paths.end(),
+                                [](const PathSlot& pa) { return pa.state == PathState::Alive; });
+        case PathState::Failed:
+            return false;
+    }
+    return false;
+}
+
+Micros ReliableChannel::Ops::pto_of(const Ch& ch, const Peer& p, const PathSlot& pa) noexcept {
+    return recovery::pto(pa.rtt, ch.recovery_, p.peer_max_ack_delay, pa.pto_count);
 }
 
 // --- state machines
@@ -176,7 +205,7 @@ bool ReliableChannel::Ops::set_state(Ch& ch, Peer& p, PeerState to, const char* 
 void ReliableChannel::Ops::refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason) {
     if (pa.state == PathState::Failed)
         return;
-    const bool suspect = pa.ack_retries > 0 || pa.wd_retries > 0;
+    const bool suspect = pa.pto_count > 0 || pa.wd_retries > 0;
     set_state(ch, p, pa, suspect ? PathState::Suspect : PathState::Alive, reason);
 }
 
@@ -187,6 +216,7 @@ Micros ReliableChannel::Ops::deadline(const Ch& ch, const Peer& p) noexcept {
         return kNever;
     Micros d = p.ack_due;
     for (const PathSlot& pa : p.paths) {
+        d = std::min(d, pa.probe_deadline);  // Failed paths are probed too
         if (pa.state == PathState::Failed)
             continue;
         d = std::min({d, pa.ack_deadline, pa.wd_deadline});
@@ -217,6 +247,8 @@ void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
         if (p.state == PeerState::Alive && p.paths[i].state != PathState::Failed &&
             p.paths[i].ack_deadline <= now)
             ack_expired(ch, p, slot, now);
+        if (p.state == PeerState::Alive && p.paths[i].probe_deadline <= now)
+            probe_expired(ch, p, slot, now);
     }
     if (p.state == PeerState::Alive && p.unacked > 0 &&
         add_saturating(p.last_progress, ch.params_.peer_dead_timeout) <= now)
@@ -232,6 +264,7 @@ ReliableChannel::ReliableChannel(const ChannelParams& params, ChannelOutput& out
         logf(log_, LogLevel::Error, "pml dr channel: %s; using defaults", err.c_str());
         params_ = ChannelParams{};
     }
+    recovery_ = recovery_params(params_);
 }
 
 ReliableChannel::~ReliableChannel() = default;
@@ -302,6 +335,10 @@ void ReliableChannel::drain_outputs() {
                 if (find(o.peer) != nullptr)
                     out_.send_nack(o.peer, o.path, o.ref.seq);
                 break;
+            case Kind::Probe:
+                if (find(o.peer) != nullptr)
+                    out_.send_probe(o.peer, o.path, o.ref.seq, o.retransmit);
+                break;
             case Kind::PathFailed:
                 out_.path_failed(o.peer, o.path);
                 break;
@@ -327,6 +364,7 @@ void ReliableChannel::add_peer(PeerId peer) {
     p->id = peer;
     p->next_seq = p->una = params_.first_seq;
     p->cum_acked = p->carried = p->rx_cum = static_cast<std::uint32_t>(params_.first_seq - 1u);
+    p->peer_max_ack_delay = params_.ack_delay;  // until its ACK frames say otherwise
     p->paths.reserve(params_.max_paths);
     peers_[peer] = std::move(p);
 }
@@ -360,8 +398,12 @@ bool ReliableChannel::add_path(PeerId peer, PathId path) {
         return false;
     if (const std::uint8_t slot = Ops::find_slot(*p, path); slot != kNoSlot) {
         PathSlot& pa = p->paths[slot];
-        if (pa.state == PathState::Failed)
+        if (pa.state == PathState::Failed) {
             Ops::set_state(*this, *p, pa, PathState::Alive, "re-added");
+            pa.probe_deadline = kNever;
+            pa.probe_id = 0;
+            reschedule(peer);
+        }
         return true;
     }
     if (p->paths.size() >= params_.max_paths) {
@@ -439,6 +481,14 @@ PathState ReliableChannel::path_state(PeerId peer, PathId path) const noexcept {
         return PathState::Failed;
     const std::uint8_t s = Ops::find_slot(*p, path);
     return s != kNoSlot ? p->paths[s].state : PathState::Failed;
+}
+
+bool ReliableChannel::path_preferred(PeerId peer, PathId path) const noexcept {
+    const Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return false;
+    const std::uint8_t s = Ops::find_slot(*p, path);
+    return s != kNoSlot && Ops::preferred(*p, s);
 }
 
 const PeerCounters* ReliableChannel::counters(PeerId peer) const noexcept {

@@ -37,32 +37,46 @@
 //   - NACK frame (the receiver saw the frame's payload damaged): the frame
 //     is resent at once, on its path unless that path still owes its
 //     completion or failed.
-//   - ACK timer per path, armed while the path has unacked frames (restarted on
-//     progress, as TCP's RTO): on expiry every frame on that path unacked for at
-//     least ack_timeout is resent and the next wait is backoff(ack_timeout, k)
-//     (backoff.hpp); the (ack_retries+1)-th expiry without progress fails the
-//     path if the peer was heard on another live path (ack progress or an
-//     arrival) since the path's frames went unanswered: the peer ignores this
-//     one. Heard nowhere, the path stays and keeps resending at the longest
-//     back-off (silent_expiries): a peer that computes outside MPI, where
-//     nothing acknowledges, sounds the same as a dead network, and only
-//     peer_dead_timeout gives up on it. An expiry that finds nothing old
-//     enough to resend does not count; frames the BTL still holds
-//     (completion owed) are the watchdog's.
+//   - loss recovery per path (recovery.hpp, RFC 9002 / RFC 8985): an RTT
+//     estimator fed by acknowledged frames sent once (srtt, rttvar, min;
+//     ACK frames report how long the peer held them and its bound on that),
+//     and a probe timeout PTO = srtt + max(4 rttvar, granularity) + the
+//     peer's max ACK delay, armed while the path has unacked frames,
+//     restarted on progress, doubled per consecutive expiry, capped at
+//     ack_timeout. On expiry the oldest frame the timer covers is resent
+//     as a probe on its path (a tail-loss probe: its ACK reveals, by the
+//     rule above, every frame sent before it that was lost), and from the
+//     second expiry on a copy also goes on another usable path, which the
+//     peer answers if it is alive. A frame sent on several paths credits
+//     none of them when acknowledged ("mixed").
+//   - a path with an expiry unanswered is Suspect: new frames avoid it
+//     while an Alive path exists; when it goes idle it is probed with a
+//     PROBE frame (answered by PROBE_ACK on the same path) every PTO. The
+//     (ack_retries+1)-th consecutive expiry fails it if the peer was heard
+//     on another live path since the previous probe: the peer is alive and
+//     this path does not reach it. Heard nowhere, the path stays, probing
+//     at the longest back-off (silent_expiries): a peer that computes
+//     outside MPI, where nothing acknowledges, sounds the same as a dead
+//     network, and only peer_dead_timeout gives up on it.
+//   - a Failed path is probed with PROBE frames every probe_interval,
+//     doubled per unanswered probe up to probe_max; a PROBE_ACK re-admits
+//     it (Failed -> Alive, paths_readmitted) and new traffic spreads over
+//     it again. Each end probes the paths it failed itself.
 //   - watchdog per path for local completion (the BTL's des_cbfunc): armed
 //     while completions are outstanding on the path, restarted by any
 //     completion; the (watchdog_retries+1)-th expiry fails the path. A frame
 //     is never handed to a path that still owes its completion for that frame
 //     (so the BTL never holds two descriptors for one frame).
-//   - path failed (ack retries, watchdog, a completion with error, or
-//     remove_path()): every unacked frame on it is re-driven on the next live
-//     path (round-robin order after the failed one); no live path left -> the
-//     peer is dead.
+//   - path failed (PTO expiries as above, watchdog, a completion with error,
+//     or remove_path()): every unacked frame on it is re-driven on the next
+//     live path (round-robin order after the failed one); no live path left
+//     -> the peer is dead.
 //   - peer dead also when the peer has unacked frames and acknowledged nothing
 //     for peer_dead_timeout.
-//   - path choice for new frames: the glue's hint when that path is usable
-//     (so the glue keeps its BML weighting), otherwise round-robin over the
-//     peer's paths, Alive before Suspect ones.
+//   - path choice for new frames: the glue's hint when that path is
+//     preferred (Alive, or Suspect with no Alive path: the glue keeps its
+//     BML weighting), otherwise round-robin over the peer's paths, Alive
+//     before Suspect ones.
 //
 // Receiver (per peer):
 //   - cumulative seq + a ring bitmap of `window` bits for the seqs after it:
@@ -100,6 +114,7 @@
 #include "config.hpp"
 #include "log.hpp"
 #include "matching.hpp"
+#include "recovery.hpp"
 #include "time.hpp"
 
 namespace pml::dr::core {
@@ -125,6 +140,12 @@ struct AckInfo {
     std::uint32_t cum_seq = 0;
     std::uint32_t sack_base = 0;
     std::uint64_t sack_mask = 0;
+    // How long the receiver held this ACK after the latest arrival it
+    // covers, and its bound on that (its ack_delay); the sender takes the
+    // first out of RTT samples and adds the second to its PTO. Carried acks
+    // (a data frame's ack_seq) have neither.
+    Micros delay = 0;
+    Micros max_delay = 0;
     friend bool operator==(const AckInfo&, const AckInfo&) = default;
 };
 
@@ -157,8 +178,8 @@ struct SubmitCheck {
 // transition() that logs `old -> new (reason)`).
 enum class PathState : std::uint8_t {
     Alive,    // usable, no unanswered timer expiry
-    Suspect,  // an ACK timer or watchdog expired; still used, less preferred
-    Failed,   // never used again unless add_path() re-adds it
+    Suspect,  // a PTO or watchdog expired unanswered; avoided while an Alive path exists
+    Failed,   // carries nothing but PROBEs until one is answered (or add_path())
 };
 enum class PeerState : std::uint8_t { Alive, Dead };
 enum class FrameState : std::uint8_t {
@@ -192,8 +213,14 @@ struct ChannelParams {
     unsigned ack_every = 64;
     unsigned settle_every = 16;  // carried acks are applied in batches of this many frames
     Micros ack_delay = 200;      // longest an arrival waits for its ACK
-    Micros ack_timeout = 10 * plugin::common::kSeconds;
+    // Loss recovery (recovery.hpp): the cap of a backed-off PTO, and the
+    // consecutive expiries a path survives while the peer answers elsewhere.
+    Micros ack_timeout = 1 * plugin::common::kSeconds;
     unsigned ack_retries = 3;
+    Micros initial_rtt = 10 * plugin::common::kMillis;  // before the first sample
+    Micros granularity = 100;                           // floor of the PTO's variance term
+    Micros probe_interval = 100 * plugin::common::kMillis;  // first re-admission probe
+    Micros probe_max = 1 * plugin::common::kSeconds;        // longest between them
     Micros watchdog_timeout = 5 * plugin::common::kSeconds;
     unsigned watchdog_retries = 1;
     Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
@@ -203,6 +230,8 @@ struct ChannelParams {
 
 // Timer/retry values and the window from the validated Config; the rest keep their defaults.
 ChannelParams channel_params(const Config& config) noexcept;
+// The loss-recovery part of the parameters.
+recovery::Params recovery_params(const ChannelParams& params) noexcept;
 // Empty on success, otherwise what is wrong.
 std::string validate(const ChannelParams& params);
 
@@ -214,9 +243,15 @@ struct PathCounters {
     std::uint64_t bytes_received = 0;
     std::uint64_t acks_sent = 0;
     std::uint64_t acks_received = 0;
-    std::uint64_t ack_timeouts = 0;  // expiries that resent something
+    std::uint64_t ack_timeouts = 0;  // PTO expiries that sent a probe
     // expiries past ack_retries that kept the path: the peer was silent on every path
     std::uint64_t silent_expiries = 0;
+    std::uint64_t probes_sent = 0;       // PROBE frames (idle Suspect or Failed path)
+    std::uint64_t paths_readmitted = 0;  // Failed -> Alive on an answered PROBE
+    std::uint64_t rtt_samples = 0;
+    Micros srtt = 0;      // the estimator's current values (0: no sample yet)
+    Micros rttvar = 0;
+    Micros min_rtt = 0;
     std::uint64_t watchdog_timeouts = 0;
     std::uint64_t local_errors = 0;  // completions with error
     std::uint64_t redriven = 0;      // frames moved off this path when it failed
@@ -249,6 +284,10 @@ struct PeerCounters {
     std::uint64_t stale_completions = 0;  // for frames/paths the channel no longer tracks
     std::uint64_t failovers = 0;          // path failures that re-drove frames elsewhere
     std::uint64_t paths_lost = 0;
+    std::uint64_t probe_retransmits = 0;  // PTO probe copies sent on another path
+    std::uint64_t probes_sent = 0;        // PROBE frames
+    std::uint64_t paths_readmitted = 0;
+    std::uint64_t stale_probes = 0;       // PROBE_ACKs answering no probe of ours
     // receiver
     std::uint64_t frames_delivered = 0;
     std::uint64_t bytes_delivered = 0;
@@ -274,6 +313,9 @@ class ChannelOutput {
     virtual void send_ack(PeerId peer, PathId path, const AckInfo& ack) = 0;
     // Send an (unsequenced) NACK for the peer's frame `seq` on `path`.
     virtual void send_nack(PeerId peer, PathId path, std::uint32_t seq) = 0;
+    // Send an (unsequenced) PROBE (reply: PROBE_ACK) with `id` on `path`,
+    // also when the channel declared that path failed.
+    virtual void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) = 0;
     // The channel stopped using `path` (emitted for remove_path() too). Later
     // completions from it are ignored; buffers the BTL may still hold are the
     // glue's business.
@@ -361,6 +403,11 @@ class ReliableChannel {
     void settle_carried(PeerId peer);
     // The peer got our frame `seq` damaged: resend it now (if still unacked).
     void on_nack(PeerId peer, PathId path, std::uint32_t seq, Micros now);
+    // A PROBE arrived on `path`: answered with a PROBE_ACK on the same path.
+    void on_probe(PeerId peer, PathId path, std::uint32_t id, Micros now);
+    // The answer to our PROBE `id` on `path`: the path works both ways
+    // (Suspect -> Alive, Failed -> Alive: re-admitted).
+    void on_probe_ack(PeerId peer, PathId path, std::uint32_t id, Micros now);
 
     // --- receiver: a data frame with `seq` arrived intact on `path`.
     // ack_now: the sender waits on this frame's ACK (the last frame of a
@@ -406,6 +453,9 @@ class ReliableChannel {
     // Unknown peers read as Dead, unknown paths as Failed.
     [[nodiscard]] PeerState peer_state(PeerId peer) const noexcept;
     [[nodiscard]] PathState path_state(PeerId peer, PathId path) const noexcept;
+    // Whether new traffic should use `path`: Alive, or Suspect while the
+    // peer has no Alive path.
+    [[nodiscard]] bool path_preferred(PeerId peer, PathId path) const noexcept;
     [[nodiscard]] const PeerCounters* counters(PeerId peer) const noexcept;
     [[nodiscard]] const PathCounters* path_counters(PeerId peer, PathId path) const noexcept;
     [[nodiscard]] std::vector<PathId> paths(PeerId peer) const;
@@ -438,6 +488,7 @@ class ReliableChannel {
     void drain_outputs();
 
     ChannelParams params_;
+    recovery::Params recovery_;  // from params_
     ChannelOutput& out_;
     plugin::common::LogSink& log_;
     bool trace_ = false;  // log_ at Trace, read once: frames' transitions test it

@@ -10,6 +10,7 @@
 
 #include "backoff.hpp"
 #include "channel.hpp"
+#include "recovery.hpp"
 #include "seq.hpp"
 
 namespace pml::dr::core {
@@ -38,20 +39,29 @@ struct TxFrame {
     std::uint32_t pending = 0;  // path slots that owe a local completion
     std::uint32_t bytes = 0;    // for counters only
     FrameState state = FrameState::Free;
-    std::uint8_t path = kNoSlot;  // slot whose ACK timer covers the frame
+    std::uint8_t path = kNoSlot;  // slot whose PTO timer covers the frame
+    std::uint8_t tx_count = 0;    // transmissions, saturating (1: an RTT sample may come of it)
+    // Transmitted on more than one path: its acknowledgement says nothing
+    // about which one delivered it, so it credits none.
+    bool mixed = false;
 };
 
 struct PathSlot {
     PathId id = 0;
     PathState state = PathState::Alive;
-    unsigned ack_retries = 0;  // ACK timer expiries since the last progress
-    unsigned wd_retries = 0;   // watchdog expiries since the last completion
-    Micros ack_deadline = kNever;
-    Micros wd_deadline = kNever;
+    unsigned pto_count = 0;   // consecutive PTO (or probe) expiries without progress
+    unsigned wd_retries = 0;  // watchdog expiries since the last completion
+    Micros ack_deadline = kNever;    // the PTO timer: armed while frames are outstanding
+    Micros wd_deadline = kNever;     // the watchdog: armed while completions are owed
+    Micros probe_deadline = kNever;  // PROBE timer: Suspect and idle, or Failed
     std::uint32_t outstanding = 0;    // unacked frames whose ACK this path's timer covers
     std::uint32_t local_pending = 0;  // transmissions awaiting local completion
-    Micros last_heard = 0;            // last ack progress for frames sent on it, or arrival over it
-    Micros stalled_since = 0;  // oldest unanswered transmission when the ACK timer first expired
+    Micros last_heard = 0;  // last ack progress for frames sent on it, or arrival over it
+    Micros last_probe = 0;  // when the latest PTO probe or PROBE went out on it
+    std::uint32_t probe_id = 0;    // the PROBE awaiting its answer (0: none)
+    Micros probe_sent = 0;         // when it went out
+    unsigned probe_attempts = 0;   // unanswered re-admission probes since the path failed
+    recovery::RttEstimator rtt;
     PathCounters counters;
 };
 
@@ -85,6 +95,12 @@ struct ReliableChannel::Peer {
     std::uint32_t unacked = 0;     // InFlight frames
     std::uint32_t unreleased = 0;  // InFlight + Acked frames
     Micros last_progress = 0;      // last ack progress, or when unacked left 0
+    Micros peer_max_ack_delay = 0;  // the peer's bound on holding an ACK (its ACK frames say)
+    std::uint32_t probe_ids = 0;    // PROBE ids issued to this peer
+    // Probing of Suspect and Failed paths waits for traffic: nothing was
+    // unacknowledged when a probe fell due (an idle job probes nothing).
+    bool probes_paused = false;
+    Micros last_submit = 0;  // when the latest new frame went out
 
     // receiver
     std::vector<std::uint64_t> rx_bits;  // ring bitmap: bit (seq % window) for seqs after rx_cum
@@ -93,12 +109,22 @@ struct ReliableChannel::Peer {
     std::vector<std::uint32_t> dirty;    // vfrag ids with arrivals since the last ACK
     unsigned rx_unacked = 0;             // deliveries since the last ACK
     Micros ack_due = kNever;
+    Micros rx_latest = 0;             // when the latest data frame was delivered (ACK delay)
     PathId ack_path = kAnyPath;       // where the latest data came from
     std::uint8_t ack_slot = kNoSlot;  // its slot (paths never move once added)
 };
 
 struct ReliableChannel::Output {
-    enum class Kind : std::uint8_t { Transmit, Ack, Nack, PathFailed, PeerDead, Acked, Abandoned };
+    enum class Kind : std::uint8_t {
+        Transmit,
+        Ack,
+        Nack,
+        Probe,  // ref.seq: the probe id; retransmit: it is the answer (PROBE_ACK)
+        PathFailed,
+        PeerDead,
+        Acked,
+        Abandoned,
+    };
     Kind kind = Kind::Transmit;
     bool retransmit = false;
     PeerId peer = 0;
@@ -120,9 +146,14 @@ struct ReliableChannel::Ops {
     // runs for every acknowledgement).
     struct AckScan {
         bool any = false;
+        bool probe_due = false;  // a Suspect path went idle: probe it
         std::uint32_t highest = 0;
-        std::uint32_t progressed = 0;  // path slots with newly acked frames
+        std::uint32_t progressed = 0;  // path slots with newly acked frames (not mixed)
         std::array<std::uint64_t, kMaxPathsPerPeer> max_tx;
+        // The RTT sample: the newly acked frame sent once and last of all.
+        std::uint8_t sample_slot = kNoSlot;
+        std::uint64_t sample_order = 0;
+        Micros sample_sent = 0;
     };
 
     enum class AckCheck { Ok, Stale, Bad };
@@ -178,7 +209,12 @@ struct ReliableChannel::Ops {
 
     // --- sender (channel_send.cpp)
 
-    static void leave_path(Peer& p, std::uint8_t slot) noexcept;
+    // True when the path went idle while Suspect (a PROBE is due).
+    static bool leave_path(Peer& p, std::uint8_t slot) noexcept;
+    // The path's PTO at its current back-off.
+    static Micros pto_of(const Ch& ch, const Peer& p, const PathSlot& pa) noexcept;
+    // Preferred for new traffic: Alive, or Suspect when no path is Alive.
+    [[nodiscard]] static bool preferred(const Peer& p, std::uint8_t slot) noexcept;
     [[nodiscard]] static bool heard_since(const Peer& p, std::uint8_t slot, Micros since) noexcept;
     static bool window_room(Ch& ch, Peer& p);
     static std::uint32_t add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token, Micros now,
@@ -189,8 +225,10 @@ struct ReliableChannel::Ops {
     // transmit() is record_transmit() (the channel's state) then
     // queue_transmit() (the output); submit's direct path hands the frame
     // over itself instead of queueing it.
+    // cover: the path's PTO timer takes the frame over (false for a probe
+    // copy on another path, which leaves it with the stalled one).
     static void record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now,
-                                bool retransmit, bool owed = true);
+                                bool retransmit, bool owed = true, bool cover = true);
     // One more completion owed on `slot` for f, under the watchdog.
     static void owe_completion(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now);
     static void queue_transmit(Ch& ch, const Peer& p, const TxFrame& f, std::uint8_t slot,
@@ -206,14 +244,23 @@ struct ReliableChannel::Ops {
     static void advance_una(Ch& ch, Peer& p) noexcept;
     static void ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan);
     static AckCheck check_ack(const Peer& p, const AckInfo& a) noexcept;
-    // A checked ACK (or carried ack_seq): releases, timer restarts, NACK resends.
-    static void apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros now);
+    // A checked ACK (or carried ack_seq): releases, RTT sample, timer
+    // restarts, resends of what it shows lost. full_view: an ACK frame
+    // (selective part included), not a carried ack_seq.
+    static void apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros now, bool full_view);
     // Applies what carried ack_seqs acknowledged and is not applied yet, as
     // of when it arrived.
     static void settle(Ch& ch, Peer& p);
     static void fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now, const char* reason);
     static void kill(Ch& ch, Peer& p, const char* reason);
     static void ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
+    static void probe_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
+    static void send_probe(Ch& ch, Peer& p, PathSlot& pa, Micros now);
+    // Traffic again after probes_paused: re-arms the paused probe timers.
+    static void resume_probes(Ch& ch, Peer& p, Micros now);
+    // Loss by RACK: frames sent on a path before one it delivered (paths are FIFO).
+    static bool resend_lost(Ch& ch, Peer& p, const AckScan& scan, std::uint32_t from,
+                            std::uint32_t end, Micros now);
     static void watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
 
     // --- receiver (channel_recv.cpp)

@@ -65,7 +65,6 @@ void ReliableChannel::Ops::mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micr
 }
 
 void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
-    (void)now;
     p.ack_due = kNever;
     p.rx_unacked = 0;
     // Back on the path the data came on, unless we declared it failed.
@@ -80,12 +79,17 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
         }
         via = p.paths[slot].id;
     }
+    // How long the newest arrival waited for this ACK (the sender keeps it
+    // out of its RTT sample), and our bound on that.
+    const Micros delay = std::max<Micros>(now - p.rx_latest, 0);
     const auto send = [&](const AckInfo& a) {
         Output o;
         o.kind = Kind::Ack;
         o.peer = p.id;
         o.path = via;
         o.ack = a;
+        o.ack.delay = delay;
+        o.ack.max_delay = ch.params_.ack_delay;
         ch.queue_.push_back(o);
         ++p.counters.acks_sent;
         if (slot != kNoSlot)
@@ -119,6 +123,23 @@ void ReliableChannel::flush_acks(Micros now) {
             Ops::flush_acks(*this, *p, now);
         reschedule(p->id);
     }
+    flush_outputs();
+}
+
+void ReliableChannel::on_probe(PeerId peer, PathId path, std::uint32_t id, Micros now) {
+    (void)now;
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead || id == 0)
+        return;
+    // Answered on the path it came by, whatever we think of that path: the
+    // prober learns whether it works both ways.
+    Output o;
+    o.kind = Output::Kind::Probe;
+    o.retransmit = true;  // the answer
+    o.peer = peer;
+    o.path = path;
+    o.ref.seq = id;
+    queue_.push_back(o);
     flush_outputs();
 }
 
@@ -251,6 +272,7 @@ Verdict ReliableChannel::Ops::delivered(Ch& ch, Peer& p, Micros now, std::size_t
                                         bool ack_now) {
     ++p.counters.frames_delivered;
     p.counters.bytes_delivered += bytes;
+    p.rx_latest = now;
     if (p.ack_slot != kNoSlot) {
         PathSlot& pa = p.paths[p.ack_slot];
         pa.last_heard = now;  // the peer is alive that way

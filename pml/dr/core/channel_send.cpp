@@ -29,10 +29,17 @@ bool ReliableChannel::Ops::heard_since(const Peer& p, std::uint8_t slot, Micros 
     return false;
 }
 
-void ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot) noexcept {
+bool ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot) noexcept {
     PathSlot& pa = p.paths[slot];
-    if (pa.outstanding > 0 && --pa.outstanding == 0)
-        pa.ack_deadline = kNever;
+    if (pa.outstanding == 0 || --pa.outstanding != 0)
+        return false;
+    pa.ack_deadline = kNever;
+    // Idle while suspect (its frames were acknowledged over another path):
+    // only a PROBE can tell whether it works.
+    if (pa.state != PathState::Suspect || pa.probe_deadline != kNever)
+        return false;
+    pa.probe_deadline = 0;
+    return true;
 }
 
 // Makes `slot` the path whose ACK timer covers the unacked frame.
@@ -44,7 +51,7 @@ void ReliableChannel::Ops::move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t 
     f.path = slot;
     PathSlot& pa = p.paths[slot];
     if (pa.outstanding++ == 0)
-        pa.ack_deadline = add_saturating(now, backoff(ch.params_.ack_timeout, pa.ack_retries));
+        pa.ack_deadline = add_saturating(now, pto_of(ch, p, pa));
 }
 
 // Hands the frame to the path. False (nothing sent) when that path still
@@ -80,10 +87,14 @@ void ReliableChannel::Ops::owe_completion(Ch& ch, Peer& p, TxFrame& f, std::uint
 }
 
 void ReliableChannel::Ops::record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot,
-                                           Micros now, bool retransmit, bool owed) {
-    if (f.state == FrameState::InFlight)
+                                           Micros now, bool retransmit, bool owed, bool cover) {
+    if (f.tx_count > 0 && f.path != slot)
+        f.mixed = true;
+    if (f.state == FrameState::InFlight && cover)
         move_frame(ch, p, f, slot, now);
     PathSlot& pa = p.paths[slot];
+    if (f.tx_count < 255)
+        ++f.tx_count;
     f.last_tx = now;
     f.tx_order = ++p.tx_counter;
     if (owed)
@@ -130,13 +141,21 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
     --p.unacked;
     ++p.counters.frames_acked;
     if (f.path != kNoSlot) {
-        leave_path(p, f.path);
-        const std::uint32_t bit = slot_bit(f.path);
-        if ((scan.progressed & bit) == 0) {
-            scan.progressed |= bit;
-            scan.max_tx[f.path] = f.tx_order;
-        } else {
-            scan.max_tx[f.path] = std::max(scan.max_tx[f.path], f.tx_order);
+        scan.probe_due |= leave_path(p, f.path);
+        // A frame sent on several paths says nothing about any one of them.
+        if (!f.mixed) {
+            const std::uint32_t bit = slot_bit(f.path);
+            if ((scan.progressed & bit) == 0) {
+                scan.progressed |= bit;
+                scan.max_tx[f.path] = f.tx_order;
+            } else {
+                scan.max_tx[f.path] = std::max(scan.max_tx[f.path], f.tx_order);
+            }
+            if (f.tx_count == 1 && f.tx_order > scan.sample_order) {
+                scan.sample_order = f.tx_order;
+                scan.sample_slot = f.path;
+                scan.sample_sent = f.last_tx;
+            }
         }
     }
     if (!scan.any || seq_gt(seq, scan.highest))
@@ -182,9 +201,14 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
     ++p.counters.paths_lost;
     pa.ack_deadline = kNever;
     pa.wd_deadline = kNever;
-    pa.ack_retries = 0;
+    pa.pto_count = 0;
     pa.wd_retries = 0;
     pa.local_pending = 0;
+    // Probed from now on, to be taken back once it answers.
+    pa.probe_id = 0;
+    pa.probe_attempts = 0;
+    pa.last_probe = now;  // traffic after this keeps the probes going
+    pa.probe_deadline = add_saturating(now, recovery::probe_interval(ch.recovery_, 0));
     emit(ch, Kind::PathFailed, p.id, pa.id);
 
     const std::uint32_t bit = slot_bit(slot);
@@ -246,6 +270,7 @@ void ReliableChannel::Ops::kill(Ch& ch, Peer& p, const char* reason) {
     for (PathSlot& pa : p.paths) {
         pa.ack_deadline = kNever;
         pa.wd_deadline = kNever;
+        pa.probe_deadline = kNever;
         pa.outstanding = 0;
         pa.local_pending = 0;
     }
@@ -255,63 +280,152 @@ void ReliableChannel::Ops::kill(Ch& ch, Peer& p, const char* reason) {
     emit(ch, Kind::PeerDead, p.id);
 }
 
+// The PTO timer of `slot` expired: probe with its oldest unacked frame.
 void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
     PathSlot& pa = p.paths[slot];
     if (pa.outstanding == 0) {
         pa.ack_deadline = kNever;
         return;
     }
-    const Micros timeout = ch.params_.ack_timeout;
-    const std::uint32_t bit = slot_bit(slot);
-    // Frames a completion is owed for are the watchdog's business.
-    std::size_t aged = 0;
-    Micros youngest_wait = kNever;
-    Micros oldest_tx = kNever;
+    // The frame the timer covers that went out first. A BTL may still hold
+    // it (a socket that stopped draining): it cannot go on this path again,
+    // but it can go elsewhere.
+    TxFrame* oldest = nullptr;
     for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
-        const TxFrame& f = tx(ch, p, s);
-        if (f.state != FrameState::InFlight || f.path != slot || (f.pending & bit) != 0)
-            continue;
-        const Micros due = add_saturating(f.last_tx, timeout);
-        if (due <= now) {
-            ++aged;
-            oldest_tx = std::min(oldest_tx, f.last_tx);
-        } else {
-            youngest_wait = std::min(youngest_wait, due);
-        }
+        TxFrame& f = tx(ch, p, s);
+        if (f.state == FrameState::InFlight && f.path == slot &&
+            (oldest == nullptr || f.last_tx < oldest->last_tx))
+            oldest = &f;
     }
-    if (aged == 0) {  // nothing to resend yet: not an expiry that counts
-        pa.ack_deadline = youngest_wait != kNever
-                              ? youngest_wait
-                              : add_saturating(now, backoff(timeout, pa.ack_retries));
+    if (oldest == nullptr) {  // the count is off: nothing to wait for
+        pa.outstanding = 0;
+        pa.ack_deadline = kNever;
         return;
     }
-    if (pa.ack_retries++ == 0)
-        pa.stalled_since = oldest_tx;
+    const Micros due = add_saturating(oldest->last_tx, pto_of(ch, p, pa));
+    if (due > now) {  // progress restarted it: not an expiry
+        pa.ack_deadline = due;
+        return;
+    }
+    if (pa.pto_count < 64)
+        ++pa.pto_count;
     ++pa.counters.ack_timeouts;
     ++p.counters.ack_timeouts;
-    if (pa.ack_retries > ch.params_.ack_retries) {
-        if (heard_since(p, slot, pa.stalled_since)) {
-            fail_path(ch, p, slot, now, "ack retries exhausted, the peer answers on another path");
+    if (pa.pto_count > ch.params_.ack_retries) {
+        // The peer answered elsewhere since the previous probe, this path
+        // did not: the peer is alive and this path does not reach it.
+        if (heard_since(p, slot, pa.last_probe)) {
+            fail_path(ch, p, slot, now, "probe timeouts unanswered, the peer answers on another path");
             return;
         }
         // Silent on every path: a peer computing outside MPI sounds the
-        // same as a dead network, and only a path the peer is known to
-        // ignore is worth giving up. This one stays, resending at the
-        // longest back-off; peer_dead_timeout decides about the peer.
-        pa.ack_retries = ch.params_.ack_retries;
+        // same as a dead network. The path stays, probing at the longest
+        // back-off; peer_dead_timeout decides about the peer.
         ++pa.counters.silent_expiries;
         ++p.counters.silent_expiries;
     }
-    refresh(ch, p, pa, "ack timer expired");
-    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
-        TxFrame& f = tx(ch, p, s);
-        if (f.state != FrameState::InFlight || f.path != slot || (f.pending & bit) != 0 ||
-            add_saturating(f.last_tx, timeout) > now)
-            continue;
-        if (transmit(ch, p, f, slot, now, true))
-            ++p.counters.timeout_retransmits;
+    refresh(ch, p, pa, "probe timeout");
+    pa.last_probe = now;
+    const std::uint32_t bit = slot_bit(slot);
+    const bool held = (oldest->pending & bit) != 0;  // by this path's BTL
+    if (!held && transmit(ch, p, *oldest, slot, now, true))
+        ++p.counters.timeout_retransmits;
+    // From the second expiry (or when this path's BTL still holds the
+    // frame) a copy goes on another path too: an answer there tells a
+    // dead path from a silent peer, and the data gets through meanwhile.
+    if (pa.pto_count >= 2 || held) {
+        const std::uint8_t alt =
+            choose_path(p, kAnyPath, std::size_t{slot} + 1, bit | oldest->pending);
+        if (alt != kNoSlot) {
+            record_transmit(ch, p, *oldest, alt, now, true, true, false);
+            queue_transmit(ch, p, *oldest, alt, now, true);
+            ++p.counters.probe_retransmits;
+            ch.timers_changed_ = true;  // its watchdog
+        }
     }
-    pa.ack_deadline = add_saturating(now, backoff(timeout, pa.ack_retries));
+    pa.ack_deadline = add_saturating(now, pto_of(ch, p, pa));
+}
+
+// A PROBE went unanswered (Suspect: counts as a PTO expiry), or the next
+// re-admission probe of a Failed path is due.
+void ReliableChannel::Ops::probe_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
+    PathSlot& pa = p.paths[slot];
+    if (pa.state != PathState::Alive && p.unacked == 0 && p.last_submit <= pa.last_probe) {
+        // Nothing sent since the last probe and nothing to deliver: which
+        // paths work can wait for the next frame (and an idle or silent
+        // peer is not probed forever).
+        pa.probe_deadline = kNever;
+        pa.probe_id = 0;
+        p.probes_paused = true;
+        return;
+    }
+    switch (pa.state) {
+        case PathState::Alive:
+            pa.probe_deadline = kNever;
+            pa.probe_id = 0;
+            return;
+        case PathState::Suspect:
+            if (pa.outstanding > 0) {  // frames again: their PTO timer does the probing
+                pa.probe_deadline = kNever;
+                pa.probe_id = 0;
+                return;
+            }
+            if (pa.probe_id != 0) {  // unanswered
+                if (pa.pto_count < 64)
+                    ++pa.pto_count;
+                if (pa.pto_count > ch.params_.ack_retries) {
+                    if (heard_since(p, slot, pa.last_probe)) {
+                        fail_path(ch, p, slot, now,
+                                  "probes unanswered, the peer answers on another path");
+                        return;
+                    }
+                    ++pa.counters.silent_expiries;
+                    ++p.counters.silent_expiries;
+                }
+            }
+            send_probe(ch, p, pa, now);
+            pa.probe_deadline = add_saturating(now, pto_of(ch, p, pa));
+            return;
+        case PathState::Failed:
+            send_probe(ch, p, pa, now);
+            if (pa.probe_attempts < 64)
+                ++pa.probe_attempts;
+            pa.probe_deadline =
+                add_saturating(now, recovery::probe_interval(ch.recovery_, pa.probe_attempts));
+            return;
+    }
+}
+
+void ReliableChannel::Ops::resume_probes(Ch& ch, Peer& p, Micros now) {
+    p.probes_paused = false;
+    for (PathSlot& pa : p.paths) {
+        if (pa.probe_deadline != kNever)
+            continue;
+        Micros d = kNever;
+        if (pa.state == PathState::Failed)
+            d = std::max(now, add_saturating(pa.last_probe, recovery::probe_interval(
+                                                                ch.recovery_, pa.probe_attempts)));
+        else if (pa.state == PathState::Suspect && pa.outstanding == 0)
+            d = now;
+        pa.probe_deadline = d;
+        due_by(ch, p, d);
+    }
+}
+
+void ReliableChannel::Ops::send_probe(Ch& ch, Peer& p, PathSlot& pa, Micros now) {
+    if (++p.probe_ids == 0)
+        p.probe_ids = 1;
+    pa.probe_id = p.probe_ids;
+    pa.probe_sent = now;
+    pa.last_probe = now;
+    ++pa.counters.probes_sent;
+    ++p.counters.probes_sent;
+    Output o;
+    o.kind = Kind::Probe;
+    o.peer = p.id;
+    o.path = pa.id;
+    o.ref.seq = pa.probe_id;
+    ch.queue_.push_back(o);
 }
 
 void ReliableChannel::Ops::watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
@@ -343,8 +457,12 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
                 .seq = seq,
                 .bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX))};
     set_state(ch, p, f, FrameState::InFlight, "submitted");
-    if (p.unacked++ == 0)
+    p.last_submit = now;
+    if (p.unacked++ == 0) {
         p.last_progress = now;
+        if (p.probes_paused)
+            resume_probes(ch, p, now);
+    }
     ++p.unreleased;
     ++p.counters.frames_submitted;
     record_transmit(ch, p, f, slot, now, false, owed);
@@ -407,7 +525,7 @@ SubmitCheck ReliableChannel::check_submit_on(PeerId peer, PathId path) {
     if (p->state == PeerState::Dead)
         return {SubmitStatus::PeerDead, 0};
     const std::uint8_t slot = Ops::find_slot(*p, path);
-    if (slot == kNoSlot || p->paths[slot].state == PathState::Failed)
+    if (slot == kNoSlot || !Ops::preferred(*p, slot))
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
@@ -470,6 +588,35 @@ void ReliableChannel::on_nack(PeerId peer, PathId path, std::uint32_t seq, Micro
     flush_outputs();
 }
 
+void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, Micros now) {
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return;
+    const std::uint8_t slot = Ops::find_slot(*p, path);
+    if (slot == kNoSlot || id == 0 || p->paths[slot].probe_id != id) {
+        ++p->counters.stale_probes;  // answered late, or never ours
+        return;
+    }
+    PathSlot& pa = p->paths[slot];
+    pa.probe_id = 0;
+    pa.probe_deadline = kNever;
+    pa.rtt.sample(now - pa.probe_sent, 0, p->peer_max_ack_delay);
+    ++pa.counters.rtt_samples;
+    pa.pto_count = 0;
+    pa.wd_retries = 0;
+    pa.last_heard = now;
+    if (pa.state == PathState::Failed) {
+        Ops::set_state(*this, *p, pa, PathState::Alive, "probe answered: re-admitted");
+        pa.probe_attempts = 0;
+        ++pa.counters.paths_readmitted;
+        ++p->counters.paths_readmitted;
+    } else {
+        Ops::refresh(*this, *p, pa, "probe answered");
+    }
+    reschedule(peer);
+    flush_outputs();
+}
+
 std::uint32_t ReliableChannel::next_seq(PeerId peer) const noexcept {
     const Peer* p = find(peer);
     return p != nullptr ? p->next_seq : 0;
@@ -509,7 +656,7 @@ void ReliableChannel::Ops::sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, F
         const std::uint32_t bit = slot_bit(slot);
         if (f.seq == ref.seq && f.token == ref.token && f.state == FrameState::InFlight &&
             (f.pending & bit) != 0 && pa.state == PathState::Alive && pa.local_pending == 1 &&
-            pa.ack_retries == 0 && pa.wd_retries == 0) {
+            pa.pto_count == 0 && pa.wd_retries == 0) {
             f.pending &= ~bit;
             pa.local_pending = 0;
             pa.wd_deadline = kNever;
@@ -560,8 +707,9 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
     if (p == nullptr || p->state == PeerState::Dead)
         return;
     ++p->counters.acks_received;
-    if (const std::uint8_t s = Ops::find_slot(*p, path); s != kNoSlot)
-        ++p->paths[s].counters.acks_received;
+    const std::uint8_t via = Ops::find_slot(*p, path);
+    if (via != kNoSlot)
+        ++p->paths[via].counters.acks_received;
     switch (Ops::check_ack(*p, ack)) {
         case Ops::AckCheck::Ok:
             break;
@@ -575,6 +723,13 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
                  peer, ack.cum_seq, ack.sack_base, ack.sack_mask, p->next_seq);
             return;
     }
+    // A valid ACK: the peer is alive and reaches us that way.
+    if (via != kNoSlot && p->paths[via].state != PathState::Failed)
+        p->paths[via].last_heard = now;
+    // Its bound on holding ACKs, within reason (a hostile value must not
+    // stretch every timer).
+    if (ack.max_delay > 0)
+        p->peer_max_ack_delay = std::min<Micros>(ack.max_delay, params_.ack_timeout);
     if (p->window.empty()) {  // nothing ever sent: a valid ACK can only repeat cum
         ++p->counters.dup_acks;
         return;
@@ -582,7 +737,7 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
     AckInfo a = ack;
     if (seq_gt(p->carried, a.cum_seq))
         a.cum_seq = p->carried;  // what carried ack_seqs said, applied with it
-    Ops::apply_ack(*this, *p, a, now);
+    Ops::apply_ack(*this, *p, a, now, true);
 }
 
 void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack_seq, Micros now) {
@@ -634,10 +789,42 @@ void ReliableChannel::Ops::settle(Ch& ch, Peer& p) {
     if (p.state != PeerState::Alive || !seq_gt(p.carried, p.cum_acked))
         return;
     ++p.counters.carried_acks;
-    apply_ack(ch, p, AckInfo{p.carried, 0, 0}, p.carried_at);
+    apply_ack(ch, p, AckInfo{p.carried, 0, 0}, p.carried_at, false);
 }
 
-void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros now) {
+// RACK (RFC 8985) over FIFO paths: an unacked frame last sent on a path
+// before a frame the same path delivered is lost (a tail probe's ACK
+// reveals the frames lost before it), for seqs in [from, end): as far as the
+// acknowledgement saw the receiver's state (see apply_ack). Frames above
+// the highest acknowledged seq that went out after every delivered one end
+// the walk.
+bool ReliableChannel::Ops::resend_lost(Ch& ch, Peer& p, const AckScan& scan, std::uint32_t from,
+                                       std::uint32_t end, Micros now) {
+    if (scan.progressed == 0)
+        return false;
+    std::uint64_t newest = 0;
+    for (std::uint32_t bits = scan.progressed; bits != 0; bits &= bits - 1)
+        newest = std::max(newest, scan.max_tx[std::countr_zero(bits)]);
+    bool resent = false;
+    for (std::uint32_t s = from; s != end && s != p.next_seq; s = seq_after(s)) {
+        TxFrame& f = tx(ch, p, s);
+        if (f.seq != s || f.state != FrameState::InFlight)
+            continue;
+        if (seq_gt(s, scan.highest) && f.tx_count <= 1 && f.tx_order > newest)
+            break;  // first sent after every delivered frame, and so are all later ones
+        if (f.path == kNoSlot || (scan.progressed & slot_bit(f.path)) == 0 ||
+            f.tx_order >= scan.max_tx[f.path])
+            continue;
+        if (transmit(ch, p, f, f.path, now, true)) {
+            ++p.counters.nack_retransmits;
+            resent = true;
+        }
+    }
+    return resent;
+}
+
+void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros now,
+                                     bool full_view) {
     AckScan scan;
     for (std::uint32_t s = seq_after(p.cum_acked); seq_le(s, ack.cum_seq); s = seq_after(s))
         ack_frame(ch, p, s, scan);
@@ -655,32 +842,40 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
         return;
     }
     p.last_progress = now;
+    if (scan.sample_slot != kNoSlot) {
+        PathSlot& pa = p.paths[scan.sample_slot];
+        pa.rtt.sample(now - scan.sample_sent, ack.delay, p.peer_max_ack_delay);
+        ++pa.counters.rtt_samples;
+        pa.counters.srtt = pa.rtt.srtt(ch.recovery_);
+        pa.counters.rttvar = pa.rtt.rttvar(ch.recovery_);
+        pa.counters.min_rtt = pa.rtt.min_rtt();
+    }
     for (std::size_t i = 0; i < p.paths.size(); ++i) {
         if ((scan.progressed & slot_bit(static_cast<std::uint8_t>(i))) == 0)
             continue;
         PathSlot& pa = p.paths[i];
         if (pa.state == PathState::Failed)
             continue;
-        pa.ack_retries = 0;
+        pa.pto_count = 0;
         pa.last_heard = now;
-        pa.ack_deadline = pa.outstanding > 0 ? add_saturating(now, ch.params_.ack_timeout) : kNever;
+        pa.probe_deadline = kNever;
+        pa.probe_id = 0;
+        pa.ack_deadline = pa.outstanding > 0 ? add_saturating(now, pto_of(ch, p, pa)) : kNever;
         refresh(ch, p, pa, "ack progress");
     }
-    // NACK: holes below the highest seq this ACK acknowledged, resent when a
-    // frame transmitted later on the same path got through.
-    bool resent = false;
-    for (std::uint32_t s = seq_after(ack.cum_seq); seq_lt(s, scan.highest); s = seq_after(s)) {
-        TxFrame& f = tx(ch, p, s);
-        if (f.seq != s || f.state != FrameState::InFlight || f.path == kNoSlot ||
-            (scan.progressed & slot_bit(f.path)) == 0 || f.tx_order >= scan.max_tx[f.path])
-            continue;
-        if (transmit(ch, p, f, f.path, now, true)) {
-            ++p.counters.nack_retransmits;
-            resent = true;
-        }
-    }
+    // How far the acknowledgement describes the receiver: an ACK frame
+    // without a selective part says nothing arrived past cum_seq; one with
+    // a selective part describes its own vfrag (others come in their own
+    // ACK frames); a carried ack_seq only what is below it.
+    std::uint32_t end = seq_after(scan.highest);
+    if (full_view)
+        end = ack.sack_mask == 0 ? p.next_seq
+                                 : static_cast<std::uint32_t>(ack.sack_base + kVfragFrames);
+    if (seq_lt(end, seq_after(scan.highest)))
+        end = seq_after(scan.highest);
+    const bool resent = resend_lost(ch, p, scan, seq_after(ack.cum_seq), end, now);
     advance_una(ch, p);
-    if (resent) {
+    if (resent || scan.probe_due) {
         ch.reschedule(p.id);
     } else {
         // Progress only restarted ACK timers (and the peer-death clock, later).

@@ -18,8 +18,10 @@ RawParams default_params() noexcept {
     p.watchdog_timeout_ms = 5000;
     p.watchdog_retries = 1;
     p.ack_timeout_ms = 1000;
-    p.ack_retries = 5;
+    p.ack_retries = 3;
     p.ack_delay_us = 200;
+    p.probe_interval_ms = 100;
+    p.probe_max_ms = 1000;
     p.peer_dead_timeout_ms = 300000;  // a compute phase outside MPI may last that long
     p.unexpected_limit = 256 * 1024 * 1024;
     p.window = 256;
@@ -53,6 +55,10 @@ std::string validate(const RawParams& raw, Config& out) {
     if (raw.ack_delay_us > 10u * 1000u * 1000u)
         return "pml_dr_ack_delay must be at most 10 s (10000000 us)";
     c.ack_delay = raw.ack_delay_us;
+    if (raw.probe_interval_ms == 0 || raw.probe_max_ms < raw.probe_interval_ms)
+        return "pml_dr_probe_interval must be positive and at most pml_dr_probe_max";
+    c.probe_interval = raw.probe_interval_ms * kMillis;
+    c.probe_max = raw.probe_max_ms * kMillis;
     c.peer_dead_timeout = raw.peer_dead_timeout_ms * kMillis;
     c.unexpected_limit = raw.unexpected_limit;
     if (raw.window < 64 || raw.window > 4096 || (raw.window & (raw.window - 1)) != 0)

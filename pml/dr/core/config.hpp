@@ -24,6 +24,8 @@ struct RawParams {
     unsigned ack_timeout_ms = 0;
     unsigned ack_retries = 0;
     unsigned ack_delay_us = 0;  // longest an arrival waits for its (coalesced) ACK
+    unsigned probe_interval_ms = 0;  // first re-admission probe of a failed path
+    unsigned probe_max_ms = 0;       // longest wait between them
     unsigned peer_dead_timeout_ms = 0;
     std::size_t unexpected_limit = 0;  // bytes of unexpected eager data held per process
     unsigned window = 0;               // frames per peer not yet acknowledged
@@ -43,9 +45,13 @@ struct Config {
     unsigned vfrag_frags = 64;
     plugin::common::Micros watchdog_timeout = 5 * plugin::common::kSeconds;
     unsigned watchdog_retries = 1;
+    // The cap of a backed-off probe timeout, and the consecutive expiries a
+    // path survives while the peer answers on another (recovery.hpp).
     plugin::common::Micros ack_timeout = 1 * plugin::common::kSeconds;
-    unsigned ack_retries = 5;
+    unsigned ack_retries = 3;
     plugin::common::Micros ack_delay = 200;
+    plugin::common::Micros probe_interval = 100 * plugin::common::kMillis;
+    plugin::common::Micros probe_max = 1 * plugin::common::kSeconds;
     plugin::common::Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
     std::size_t unexpected_limit = 256 * 1024 * 1024;
     unsigned window = 256;

@@ -285,6 +285,11 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
             gate_->on_nack(peer, path, nack->seq);
             return;
         }
+        if (const auto* probe = std::get_if<ProbeHdr>(&decoded->header)) {
+            gate_->on_carried_ack(peer, path, c.ack_seq);
+            gate_->on_probe(peer, path, probe->probe_id, probe->reply);
+            return;
+        }
         if (!pass_gate(peer, path, c, frame.size()))
             return;
     }
@@ -336,7 +341,7 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
         }
         fl.released_by_peer = std::max(fl.released_by_peer, cr->released_total);
     } else {
-        // ACK or NACK without a gate (no reliability layer): nothing to do.
+        // ACK, NACK or PROBE without a gate (no reliability layer): nothing to do.
     }
 }
 

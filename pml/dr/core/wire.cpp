@@ -19,8 +19,8 @@ namespace {
 
 constexpr std::size_t kCrcOffset = 4;
 
-std::string_view type_names[] = {"invalid", "MATCH",  "RNDV", "CTS", "FRAG",
-                                 "ACK",     "CREDIT", "NACK", "PUT"};
+std::string_view type_names[] = {"invalid", "MATCH", "RNDV", "CTS",   "FRAG",     "ACK",
+                                 "CREDIT",  "NACK",  "PUT",  "PROBE", "PROBE_ACK"};
 
 // Every header has a fixed size per type, checked once before any field is
 // touched; fields are then one load or store each at their offset (big-endian,
@@ -138,6 +138,9 @@ std::uint32_t header_crc(FrameType type, const std::uint8_t* hdr) noexcept {
             return header_crc<kNackHeaderSize>(hdr);
         case FrameType::Put:
             return header_crc<kPutHeaderSize>(hdr);
+        case FrameType::Probe:
+        case FrameType::ProbeAck:
+            return header_crc<kProbeHeaderSize>(hdr);
     }
     return 0;  // unreachable: callers checked header_size(type) != 0
 }
@@ -261,6 +264,9 @@ std::size_t header_size(FrameType t) noexcept {
             return kNackHeaderSize;
         case FrameType::Put:
             return kPutHeaderSize;
+        case FrameType::Probe:
+        case FrameType::ProbeAck:
+            return kProbeHeaderSize;
     }
     return 0;
 }
@@ -307,6 +313,8 @@ Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcep
         put_common(w, h.common, FrameType::Ack);
         w.put(h.sack_base);
         w.put(h.sack_mask);
+        w.put(h.ack_delay);
+        w.put(h.max_ack_delay);
     });
 }
 
@@ -325,6 +333,16 @@ Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcep
         w.put(h.offset);
         w.put(h.want_len);
         w.put(h.remote_addr);
+    });
+}
+
+Result<std::size_t> encode(const ProbeHdr& h, std::span<std::uint8_t> out) noexcept {
+    if (h.probe_id == 0 || h.common.frame_seq != 0)
+        return fail(ErrorCode::BadField, "PROBE needs an id and no frame_seq");
+    return encode_fixed<kProbeHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, h.reply ? FrameType::ProbeAck : FrameType::Probe);
+        w.put(h.probe_id);
+        w.put(std::uint32_t{0});
     });
 }
 
@@ -468,6 +486,8 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             AckHdr h{c, 0, 0};
             h.sack_base = r.u32();
             h.sack_mask = r.u64();
+            h.ack_delay = r.u32();
+            h.max_ack_delay = r.u32();
             d.header = h;
             if (payload != 0)
                 reject(Error(ErrorCode::BadLength, "ACK carries no payload"));
@@ -478,6 +498,19 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             d.header = h;
             if (payload != 0)
                 reject(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
+            break;
+        }
+        case FrameType::Probe:
+        case FrameType::ProbeAck: {
+            const ProbeHdr h{c, r.u32(), type == FrameType::ProbeAck};
+            reserved_ok = r.u32() == 0;
+            d.header = h;
+            if (payload != 0)
+                reject(Error(ErrorCode::BadLength, "PROBE carries no payload"));
+            else if (h.probe_id == 0)
+                reject(Error(ErrorCode::BadField, "PROBE without an id"));
+            else if (c.frame_seq != 0)
+                reject(Error(ErrorCode::BadField, "PROBE with a frame_seq"));
             break;
         }
         case FrameType::Nack: {

@@ -1,4 +1,4 @@
-// pml dr wire format, version 2.
+// pml dr wire format, version 3.
 //
 // Every frame the PML hands to a BTL starts with the common header, then a
 // type-specific header, then (MATCH, RNDV, FRAG) payload bytes. All integers
@@ -51,9 +51,13 @@
 //   | released_total (u64: eager payload bytes of the receiver's peer that left
 //   |                  its unexpected store, ever; cumulative so loss and
 //   |                  duplication are harmless) |
-// ACK: channel acknowledgement: the common ack_seq, and a selective part. +12:
-//   | sack_base (u32) | sack_mask (u64) |
-//   bit i of sack_mask set: seq sack_base + i arrived intact.
+// ACK: channel acknowledgement: the common ack_seq, a selective part and the
+//   receiver's ACK timing. +20:
+//   | sack_base (u32) | sack_mask (u64) | ack_delay (u32) | max_ack_delay (u32) |
+//   bit i of sack_mask set: seq sack_base + i arrived intact. ack_delay: how
+//   long (us) the receiver held this ACK after the latest arrival it covers;
+//   max_ack_delay: its bound on that (us), which the sender adds to its probe
+//   timeout. Both saturate at 2^32 - 1.
 // NACK: frame `seq` arrived with an intact header but a damaged payload;
 //   resend it now rather than at the ACK timeout. +8:
 //   | seq (u32) | reserved (u32, zero) |
@@ -64,6 +68,10 @@
 //   offset == want_len. A sender that cannot put treats it as a CTS. +40:
 //   | send_req (u64) | recv_req (u64) | offset (u64) | want_len (u64) |
 //   | remote_addr (u64, not zero) |
+// PROBE / PROBE_ACK: is this path alive both ways? The receiver of a PROBE
+//   answers with a PROBE_ACK carrying the same id on the path it came by.
+//   Unsequenced; frame_seq must be zero. +8:
+//   | probe_id (u32, not zero) | reserved (u32, zero) |
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -75,7 +83,7 @@
 
 namespace pml::dr::core {
 
-inline constexpr std::uint8_t kWireVersion = 2;
+inline constexpr std::uint8_t kWireVersion = 3;
 
 enum class FrameType : std::uint8_t {
     Match = 1,
@@ -86,6 +94,8 @@ enum class FrameType : std::uint8_t {
     Credit = 6,
     Nack = 7,
     Put = 8,
+    Probe = 9,
+    ProbeAck = 10,
 };
 std::string_view to_string(FrameType t) noexcept;
 
@@ -108,10 +118,11 @@ inline constexpr std::size_t kMatchHeaderSize = kCommonHeaderSize + 24;
 inline constexpr std::size_t kRndvHeaderSize = kCommonHeaderSize + 48;
 inline constexpr std::size_t kCtsHeaderSize = kCommonHeaderSize + 32;
 inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
-inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 12;
+inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 20;
 inline constexpr std::size_t kCreditHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kNackHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kPutHeaderSize = kCommonHeaderSize + 40;
+inline constexpr std::size_t kProbeHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kMaxHeaderSize = kRndvHeaderSize;
 
 // Header size of a type, 0 if unknown.
@@ -168,6 +179,8 @@ struct AckHdr {
     Common common;  // its ack_seq is the cumulative part
     std::uint32_t sack_base = 0;
     std::uint64_t sack_mask = 0;
+    std::uint32_t ack_delay = 0;      // us
+    std::uint32_t max_ack_delay = 0;  // us
 };
 
 struct CreditHdr {
@@ -178,6 +191,13 @@ struct CreditHdr {
 struct NackHdr {
     Common common;
     std::uint32_t seq = 0;
+};
+
+// PROBE (reply false) and PROBE_ACK (reply true): one layout.
+struct ProbeHdr {
+    Common common;
+    std::uint32_t probe_id = 0;
+    bool reply = false;
 };
 
 struct PutHdr {
@@ -194,7 +214,8 @@ inline CtsHdr cts_of(const PutHdr& put) noexcept {
     return CtsHdr{put.common, put.send_req, put.recv_req, put.offset, put.want_len};
 }
 
-using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr, PutHdr>;
+using Header =
+    std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr, PutHdr, ProbeHdr>;
 
 // Encoders write exactly header_size(type) bytes (hdr_crc included) into out,
 // which must be at least that long; they return the size written.
@@ -207,6 +228,7 @@ Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcep
 Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const ProbeHdr& h, std::span<std::uint8_t> out) noexcept;
 
 // Stamps an encoded header in place with its channel seq, the current
 // ack_seq and extra flags (only kFlagRetransmit and kFlagAckNow; anything
@@ -264,6 +286,8 @@ inline const Common& common_of(const Header& h) noexcept {
     if (const auto* n = std::get_if<NackHdr>(&h))
         return n->common;
     if (const auto* p = std::get_if<PutHdr>(&h))
+        return p->common;
+    if (const auto* p = std::get_if<ProbeHdr>(&h))
         return p->common;
     return std::get_if<CreditHdr>(&h)->common;
 }

@@ -50,13 +50,20 @@ int register_params(const mca_base_component_2_1_0_t* component) noexcept {
         ParamSpec{"watchdog_retries", "Watchdog expiries before the path is declared dead",
                   ParamType::Unsigned, &r.watchdog_retries, d.watchdog_retries},
         ParamSpec{"ack_timeout",
-                  "Milliseconds to wait for the peer's ACK of a vfrag before resending",
+                  "Upper bound (ms) of the probe timeout, which is measured per path from the "
+                  "round-trip time and doubled per unanswered expiry",
                   ParamType::Unsigned, &r.ack_timeout_ms, d.ack_timeout_ms},
         ParamSpec{"ack_retries",
-                  "ACK timer expiries (with linear back-off) before the path is declared dead, "
-                  "if the peer answers on another path (silent everywhere, it may be computing: "
-                  "see peer_dead_timeout)",
+                  "Consecutive probe-timeout expiries before a path is declared failed, if the "
+                  "peer answers on another path (silent everywhere, it may be computing: see "
+                  "peer_dead_timeout)",
                   ParamType::Unsigned, &r.ack_retries, d.ack_retries},
+        ParamSpec{"probe_interval",
+                  "Milliseconds before the first probe of a failed path (doubled per unanswered "
+                  "probe up to probe_max); an answered probe takes the path back",
+                  ParamType::Unsigned, &r.probe_interval_ms, d.probe_interval_ms},
+        ParamSpec{"probe_max", "Longest wait (ms) between probes of a failed path",
+                  ParamType::Unsigned, &r.probe_max_ms, d.probe_max_ms},
         ParamSpec{"ack_delay",
                   "Microseconds an arriving frame may wait for its ACK, which coalesces with "
                   "later ones or rides on a frame going back",

@@ -23,6 +23,10 @@ using plugin::common::LogLevel;
 using plugin::common::Micros;
 using plugin::common::monotonic_now;
 
+std::uint32_t saturate_u32(Micros v) noexcept {
+    return v <= 0 ? 0 : v >= Micros{UINT32_MAX} ? UINT32_MAX : static_cast<std::uint32_t>(v);
+}
+
 struct PeerLimits {
     std::size_t max_frame = std::numeric_limits<std::size_t>::max();
     std::size_t eager = std::numeric_limits<std::size_t>::max();
@@ -37,6 +41,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
     bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const core::AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
+    void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override;
     void path_failed(PeerId peer, PathId path) override;
     void peer_dead(PeerId peer) override;
     void acked(PeerId, core::FrameToken token) override { release(token, true); }
@@ -47,6 +52,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
     void on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) override;
     void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) override;
     void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
+    void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 
   private:
@@ -350,7 +356,7 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
             destroy_if_done(sf);
             return true;
         }
-        if (!path_usable(sf->peer, btl_of(path))) {
+        if (chan().path_state(sf->peer, path) == core::PathState::Failed) {
             // The path failed while this frame waited for a descriptor (a
             // dead BTL refuses them for good): the channel re-drives it on
             // another path.
@@ -418,7 +424,20 @@ void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
     h.common.ack_seq = ack.cum_seq;
     h.sack_base = ack.sack_base;
     h.sack_mask = ack.sack_mask;
+    h.ack_delay = saturate_u32(ack.delay);
+    h.max_ack_delay = saturate_u32(ack.max_delay);
     std::uint8_t buf[core::kAckHeaderSize];
+    (void)core::encode(h, buf);
+    send_unsequenced(peer, path, buf, sizeof buf);
+}
+
+void Glue::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
+    core::ProbeHdr h;
+    h.common = make_common(peer, 0);
+    h.common.type = reply ? core::FrameType::ProbeAck : core::FrameType::Probe;
+    h.probe_id = id;
+    h.reply = reply;
+    std::uint8_t buf[core::kProbeHeaderSize];
     (void)core::encode(h, buf);
     send_unsequenced(peer, path, buf, sizeof buf);
 }
@@ -476,7 +495,9 @@ bool Glue::admit(PeerId peer, std::uint64_t path, const core::Common& c, std::si
 }
 
 void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
-    chan().on_ack(peer, path, core::AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask},
+    chan().on_ack(peer, path,
+                  core::AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask, ack.ack_delay,
+                                ack.max_ack_delay},
                   g_rel.now);
 }
 
@@ -487,6 +508,13 @@ void Glue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq
 
 void Glue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
     chan().on_nack(peer, path, seq, g_rel.now);
+}
+
+void Glue::on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) {
+    if (reply)
+        chan().on_probe_ack(peer, path, id, g_rel.now);
+    else
+        chan().on_probe(peer, path, id, g_rel.now);
 }
 
 void Glue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
@@ -693,7 +721,7 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
 }
 
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
-    return chan().path_state(peer, path_of(btl)) != core::PathState::Failed;
+    return chan().path_preferred(peer, path_of(btl));
 }
 
 std::uint32_t next_seq(PeerId peer) noexcept {
