@@ -118,7 +118,12 @@ bool same(const Header& x, const Header& y) {
     }
     if (const auto* a = std::get_if<AckHdr>(&x)) {
         const auto* b = std::get_if<AckHdr>(&y);
-        return a->sack_base == b->sack_base && a->sack_mask == b->sack_mask;
+        return a->sack_base == b->sack_base && a->sack_mask == b->sack_mask &&
+               a->ack_delay == b->ack_delay && a->max_ack_delay == b->max_ack_delay;
+    }
+    if (const auto* a = std::get_if<ProbeHdr>(&x)) {
+        const auto* b = std::get_if<ProbeHdr>(&y);
+        return a->probe_id == b->probe_id && a->reply == b->reply;
     }
     if (const auto* a = std::get_if<CreditHdr>(&x))
         return a->released_total == std::get_if<CreditHdr>(&y)->released_total;
@@ -147,9 +152,11 @@ Result<std::size_t> encode_any(const Header& h, std::span<std::uint8_t> out) {
 
 // The type each alternative of Header stands for.
 FrameType type_of_alternative(const Header& h) {
+    if (const auto* p = std::get_if<ProbeHdr>(&h))
+        return p->reply ? FrameType::ProbeAck : FrameType::Probe;
     constexpr std::array<FrameType, std::variant_size_v<Header>> kTypes = {
-        FrameType::Match, FrameType::Rndv,   FrameType::Cts,  FrameType::Frag,
-        FrameType::Ack,   FrameType::Credit, FrameType::Nack, FrameType::Put};
+        FrameType::Match, FrameType::Rndv, FrameType::Cts, FrameType::Frag,  FrameType::Ack,
+        FrameType::Credit, FrameType::Nack, FrameType::Put, FrameType::Probe};
     return kTypes[h.index()];
 }
 

@@ -337,8 +337,8 @@ Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcep
 }
 
 Result<std::size_t> encode(const ProbeHdr& h, std::span<std::uint8_t> out) noexcept {
-    if (h.probe_id == 0 || h.common.frame_seq != 0)
-        return fail(ErrorCode::BadField, "PROBE needs an id and no frame_seq");
+    if (h.probe_id == 0)
+        return fail(ErrorCode::BadField, "PROBE needs an id");
     return encode_fixed<kProbeHeaderSize>(out, [&](FixedWriter& w) {
         put_common(w, h.common, h.reply ? FrameType::ProbeAck : FrameType::Probe);
         w.put(h.probe_id);
@@ -509,8 +509,6 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
                 reject(Error(ErrorCode::BadLength, "PROBE carries no payload"));
             else if (h.probe_id == 0)
                 reject(Error(ErrorCode::BadField, "PROBE without an id"));
-            else if (c.frame_seq != 0)
-                reject(Error(ErrorCode::BadField, "PROBE with a frame_seq"));
             break;
         }
         case FrameType::Nack: {

@@ -70,7 +70,7 @@
 //   | remote_addr (u64, not zero) |
 // PROBE / PROBE_ACK: is this path alive both ways? The receiver of a PROBE
 //   answers with a PROBE_ACK carrying the same id on the path it came by.
-//   Unsequenced; frame_seq must be zero. +8:
+//   Unsequenced, as ACK and NACK (frame_seq is not looked at). +8:
 //   | probe_id (u32, not zero) | reserved (u32, zero) |
 #pragma once
 #include <cstddef>
