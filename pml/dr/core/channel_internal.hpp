@@ -60,6 +60,7 @@ struct PathSlot {
     Micros last_probe = 0;  // when the latest PTO probe or PROBE went out on it
     std::uint32_t probe_id = 0;    // the PROBE awaiting its answer (0: none)
     Micros probe_sent = 0;         // when it went out
+    std::uint64_t probe_order = 0;  // the peer's tx counter then: frames up to it went before
     unsigned probe_attempts = 0;   // unanswered re-admission probes since the path failed
     recovery::RttEstimator rtt;
     PathCounters counters;
@@ -147,6 +148,7 @@ struct ReliableChannel::Ops {
     struct AckScan {
         bool any = false;
         bool probe_due = false;  // a Suspect path went idle: probe it
+        Micros now = 0;
         std::uint32_t highest = 0;
         std::uint32_t progressed = 0;  // path slots with newly acked frames (not mixed)
         std::array<std::uint64_t, kMaxPathsPerPeer> max_tx;

@@ -127,12 +127,21 @@ void ReliableChannel::flush_acks(Micros now) {
 }
 
 void ReliableChannel::on_probe(PeerId peer, PathId path, std::uint32_t id, Micros now) {
-    (void)now;
     Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead || id == 0)
         return;
-    // Answered on the path it came by, whatever we think of that path: the
-    // prober learns whether it works both ways.
+    // Our ACK first, on the probe's path (unless we failed it), then the
+    // answer on the path it came by, whatever we think of that path: the
+    // prober learns whether it works both ways and, FIFO, what arrived
+    // before its probe.
+    const PathId back = p->ack_path;
+    const std::uint8_t back_slot = p->ack_slot;
+    p->ack_path = path;
+    p->ack_slot = Ops::find_slot(*p, path);
+    Ops::flush_acks(*this, *p, now);
+    p->ack_path = back;
+    p->ack_slot = back_slot;
+    reschedule(peer);
     Output o;
     o.kind = Output::Kind::Probe;
     o.retransmit = true;  // the answer

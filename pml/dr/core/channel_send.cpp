@@ -143,7 +143,12 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
     if (f.path != kNoSlot) {
         scan.probe_due |= leave_path(p, f.path);
         // A frame sent on several paths says nothing about any one of them.
-        if (!f.mixed) {
+        // A resent frame acknowledged sooner than the path's minimum RTT
+        // after its resend was answered for an earlier transmission
+        // (RFC 8985 §6.1): its latest transmission order would declare
+        // lost frames that are merely behind it.
+        const bool ambiguous = f.tx_count > 1 && scan.now - f.last_tx < p.paths[f.path].rtt.min_rtt();
+        if (!f.mixed && !ambiguous) {
             const std::uint32_t bit = slot_bit(f.path);
             if ((scan.progressed & bit) == 0) {
                 scan.progressed |= bit;
@@ -325,11 +330,14 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
         ++p.counters.silent_expiries;
     }
     refresh(ch, p, pa, "probe timeout");
-    pa.last_probe = now;
+    // A PROBE, not data: a peer that merely did not call MPI for a while
+    // (computing, descheduled) costs a header, not a resend. Its answer
+    // comes after the peer's ACK on the same path (FIFO), so the frames
+    // sent before it that are still unacknowledged then were lost
+    // (on_probe_ack resends them).
+    send_probe(ch, p, pa, now);
     const std::uint32_t bit = slot_bit(slot);
     const bool held = (oldest->pending & bit) != 0;  // by this path's BTL
-    if (!held && transmit(ch, p, *oldest, slot, now, true))
-        ++p.counters.timeout_retransmits;
     // From the second expiry (or when this path's BTL still holds the
     // frame) a copy goes on another path too: an answer there tells a
     // dead path from a silent peer, and the data gets through meanwhile.
@@ -416,6 +424,7 @@ void ReliableChannel::Ops::send_probe(Ch& ch, Peer& p, PathSlot& pa, Micros now)
     if (++p.probe_ids == 0)
         p.probe_ids = 1;
     pa.probe_id = p.probe_ids;
+    pa.probe_order = p.tx_counter;
     pa.probe_sent = now;
     pa.last_probe = now;
     ++pa.counters.probes_sent;
@@ -600,6 +609,18 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
     PathSlot& pa = p->paths[slot];
     pa.probe_id = 0;
     pa.probe_deadline = kNever;
+    // The peer's ACK, sent on this path before the answer, was applied: a
+    // frame transmitted here before the probe and still unacknowledged was
+    // lost (RACK with the probe as the delivered packet).
+    if (pa.state != PathState::Failed && !p->window.empty()) {
+        const std::uint32_t bit = slot_bit(slot);
+        for (std::uint32_t s = p->una; s != p->next_seq; s = seq_after(s)) {
+            TxFrame& f = Ops::tx(*this, *p, s);
+            if (f.state == FrameState::InFlight && f.path == slot && f.tx_order <= pa.probe_order &&
+                (f.pending & bit) == 0 && Ops::transmit(*this, *p, f, slot, now, true))
+                ++p->counters.timeout_retransmits;
+        }
+    }
     pa.rtt.sample(now - pa.probe_sent, 0, p->peer_max_ack_delay);
     ++pa.counters.rtt_samples;
     pa.pto_count = 0;
@@ -826,6 +847,7 @@ bool ReliableChannel::Ops::resend_lost(Ch& ch, Peer& p, const AckScan& scan, std
 void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros now,
                                      bool full_view) {
     AckScan scan;
+    scan.now = now;
     for (std::uint32_t s = seq_after(p.cum_acked); seq_le(s, ack.cum_seq); s = seq_after(s))
         ack_frame(ch, p, s, scan);
     p.cum_acked = ack.cum_seq;
