@@ -188,7 +188,9 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
     emit(ch, Kind::PathFailed, p.id, pa.id);
 
     const std::uint32_t bit = slot_bit(slot);
-    const std::uint8_t target = choose_path(p, kAnyPath, std::size_t{slot} + 1);
+    std::uint8_t target = choose_path(p, kAnyPath, std::size_t{slot} + 1);
+    if (target == kNoSlot)
+        target = promote_standby(ch, p);
     bool moved = false;
     for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
         TxFrame& f = tx(ch, p, s);
@@ -407,7 +409,7 @@ SubmitCheck ReliableChannel::check_submit_on(PeerId peer, PathId path) {
     if (p->state == PeerState::Dead)
         return {SubmitStatus::PeerDead, 0};
     const std::uint8_t slot = Ops::find_slot(*p, path);
-    if (slot == kNoSlot || p->paths[slot].state == PathState::Failed)
+    if (slot == kNoSlot || !carries_traffic(p->paths[slot].state))
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
