@@ -9,6 +9,7 @@
 #include "deadline_timer.hpp"
 #include "fault.hpp"
 #include "pml.hpp"
+#include "standby.hpp"
 #include "wire.hpp"
 
 namespace pml::dr::mca {
@@ -507,7 +508,7 @@ mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noex
                 return bb;
         }
     }
-    return nullptr;
+    return standby_find(peer, btl);
 }
 
 StoredFrame* new_frame(PeerId peer, std::size_t bytes) noexcept {
@@ -590,6 +591,11 @@ void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
             lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
             lim.eager = std::min(lim.eager, btl->btl_eager_limit);
         }
+    }
+    // Standby paths (standby.hpp) may carry any frame after a failover.
+    for (const mca_btl_base_module_t* btl : standby_add_peer(ch, peer, proc)) {
+        lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
+        lim.eager = std::min(lim.eager, btl->btl_eager_limit);
     }
 }
 
@@ -693,7 +699,7 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
 }
 
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
-    return chan().path_state(peer, path_of(btl)) != core::PathState::Failed;
+    return core::carries_traffic(chan().path_state(peer, path_of(btl)));
 }
 
 std::uint32_t next_seq(PeerId peer) noexcept {
