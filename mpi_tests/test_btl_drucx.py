@@ -141,6 +141,30 @@ def test_dr_fails_over_to_drtcp_when_drucx_dies(mpi):
     assert re.search(r"\] path .* over drtcp: sent=\d{3,}", text), result
 
 
+@pytest.mark.mpi_timeout(240)
+def test_dr_fails_over_to_a_standby_drtcp_at_default_parameters(mpi):
+    """The issue's case, nothing tuned: the BML gives every local peer drucx
+    alone (drtcp's exclusivity is lower), so dr keeps drtcp as a standby
+    path. drucx dies in each process after 3000 sends (of about 4500 in 8
+    rounds of the demo's exchanges, up to 4 MiB); the standby takes over at
+    once and every byte arrives. Without standby paths the peers are
+    declared dead at drucx's death ("no path left") and MPI_ERR_OTHER
+    aborts the job."""
+    mca = run_with("dr", btl="self,drucx,drtcp", btl_drucx_fault_fail_after=3000,
+                   btl_drucx_verbose=10, pml_dr_stats=1)
+    result = mpi.run("demo", np=4, mca=mca, args=[4 << 20, 8])
+    expect(result, "demo ok")
+    text = result.stdout + result.stderr
+    assert "drucx dies after 3000 messages" in text, result
+    assert "declared dead" not in text, result
+    c = counters(text)
+    assert c.get("promotions", 0) >= 1, c
+    assert c.get("paths_lost", 0) >= 1 and c.get("abandoned", 0) == 0, c
+    # Per path: drucx failed, the promoted drtcp carried the rest.
+    assert re.search(r"\] path .* over drucx: .*failures=[1-9].*state=failed", text), result
+    assert re.search(r"\] path .* over drtcp: sent=\d{3,}.*state=alive", text), result
+
+
 @pytest.mark.mpi_timeout(60)
 def test_vader_keeps_local_peers(mpi):
     """Installed beside vader, drucx (lower exclusivity) is not used for send."""

@@ -125,6 +125,24 @@ def test_without_failure_both_paths_carry_data(mpi):
     assert "path over BTL tcp" in text and "path over BTL vader" in text, result
 
 
+@pytest.mark.mpi_timeout(120)
+def test_a_standby_path_carries_nothing_while_the_bml_path_works(mpi):
+    """dr over self,vader,tcp on one host, default parameters: the BML gives
+    local peers vader alone; tcp reaches them too and becomes a standby path
+    of every peer (3 ranks x 2 peers), which must carry nothing while vader
+    works: no frame sent or received on it (a path with traffic gets a stats
+    line) and no tcp connection opened."""
+    mca = dr("self,vader,tcp", pml_dr_stats=1, pml_dr_verbose=50, btl_base_verbose=30)
+    result = mpi.run("demo", np=3, mca=mca)
+    c = expect_ok(result, "demo ok")
+    text = result.stdout + result.stderr
+    assert len(re.findall(r"standby path over BTL tcp", text)) == 6, result
+    assert not re.search(r"\] path .* over tcp:", text), result
+    assert "attempting to connect()" not in text, result
+    assert c.get("promotions", 0) == 0 and c.get("paths_lost", 0) == 0, c
+    assert re.search(r"\] path .* over vader: sent=\d{3,}", text), result
+
+
 # RPUT: with one path (tcp) and checksums off, the receiver of a long message
 # asks the sender to write the rest straight into its buffer with BTL puts.
 RPUT = {"btl": "self,tcp", "pml_dr_csum": "never", "pml_dr_stats": 1}

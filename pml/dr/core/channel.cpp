@@ -18,7 +18,7 @@ using plugin::common::LogLevel;
 namespace {
 
 // Name tables, indexed by the enumerators' values.
-constexpr std::array<const char*, 3> kPathStateNames = {"alive", "suspect", "failed"};
+constexpr std::array<const char*, 4> kPathStateNames = {"alive", "suspect", "failed", "standby"};
 constexpr std::array<const char*, 2> kPeerStateNames = {"alive", "dead"};
 constexpr std::array<const char*, 3> kFrameStateNames = {"free", "in_flight", "acked"};
 constexpr std::array<const char*, 3> kVerdictNames = {"deliver", "duplicate", "drop"};
@@ -65,7 +65,9 @@ bool transition_allowed(PathState from, PathState to) noexcept {
         case PathState::Suspect:
             return to == PathState::Alive || to == PathState::Failed;
         case PathState::Failed:
-            return to == PathState::Alive;  // re-added by the glue
+            return to == PathState::Alive || to == PathState::Standby;  // re-added by the glue
+        case PathState::Standby:
+            return to == PathState::Alive || to == PathState::Failed;  // promoted, or BTL error
     }
     return false;
 }
@@ -152,6 +154,7 @@ bool ReliableChannel::Ops::preferred(const Peer& p, std::uint8_t slot) noexcept 
             return std::none_of(p.paths.begin(), p.paths.end(),
                                 [](const PathSlot& pa) { return pa.state == PathState::Alive; });
         case PathState::Failed:
+        case PathState::Standby:
             return false;
     }
     return false;
@@ -159,6 +162,17 @@ bool ReliableChannel::Ops::preferred(const Peer& p, std::uint8_t slot) noexcept 
 
 Micros ReliableChannel::Ops::pto_of(const Ch& ch, const Peer& p, const PathSlot& pa) noexcept {
     return recovery::pto(pa.rtt, ch.recovery_, p.peer_max_ack_delay, pa.pto_count);
+}
+
+std::uint8_t ReliableChannel::Ops::promote_standby(Ch& ch, Peer& p) {
+    for (std::size_t i = 0; i < p.paths.size(); ++i) {
+        if (p.paths[i].state != PathState::Standby)
+            continue;
+        set_state(ch, p, p.paths[i], PathState::Alive, "standby promoted: no other path left");
+        ++p.counters.standby_promotions;
+        return static_cast<std::uint8_t>(i);
+    }
+    return kNoSlot;
 }
 
 // --- state machines
@@ -203,7 +217,7 @@ bool ReliableChannel::Ops::set_state(Ch& ch, Peer& p, PeerState to, const char* 
 }
 
 void ReliableChannel::Ops::refresh(Ch& ch, Peer& p, PathSlot& pa, const char* reason) {
-    if (pa.state == PathState::Failed)
+    if (!carries_traffic(pa.state))
         return;
     const bool suspect = pa.pto_count > 0 || pa.wd_retries > 0;
     set_state(ch, p, pa, suspect ? PathState::Suspect : PathState::Alive, reason);
@@ -392,14 +406,18 @@ void ReliableChannel::remove_peer(PeerId peer) {
     flush_outputs();
 }
 
-bool ReliableChannel::add_path(PeerId peer, PathId path) {
+bool ReliableChannel::add_path(PeerId peer, PathId path, bool standby) {
     Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead || path == kAnyPath)
         return false;
+    // A standby path with nothing better to stand by for is a live one.
+    const PathState as = standby && Ops::choose_path(*p, kAnyPath, 0) != kNoSlot
+                             ? PathState::Standby
+                             : PathState::Alive;
     if (const std::uint8_t slot = Ops::find_slot(*p, path); slot != kNoSlot) {
         PathSlot& pa = p->paths[slot];
-        if (pa.state == PathState::Failed) {
-            Ops::set_state(*this, *p, pa, PathState::Alive, "re-added");
+        if (!carries_traffic(pa.state)) {
+            Ops::set_state(*this, *p, pa, as, "re-added");
             pa.probe_deadline = kNever;
             pa.probe_id = 0;
             reschedule(peer);
@@ -414,6 +432,7 @@ bool ReliableChannel::add_path(PeerId peer, PathId path) {
     }
     PathSlot pa;
     pa.id = path;
+    pa.state = as;
     p->paths.push_back(pa);
     p->ack_slot = Ops::find_slot(*p, p->ack_path);  // data may have come on it already
     return true;

@@ -77,6 +77,13 @@
 //     preferred (Alive, or Suspect with no Alive path: the glue keeps its
 //     BML weighting), otherwise round-robin over the peer's paths, Alive
 //     before Suspect ones.
+//   - standby paths (add_path(..., standby = true): a BTL that reaches the
+//     peer but that the BML left out) carry nothing while another path is
+//     Alive or Suspect. When fail_path() leaves none, the first standby path
+//     added (the glue adds them best first) becomes Alive at once and the
+//     failed path's frames are re-driven onto it; no standby left either ->
+//     the peer is dead. A standby path still takes arrivals and ACKs (the
+//     peer may have promoted its end).
 //
 // Receiver (per peer):
 //   - cumulative seq + a ring bitmap of `window` bits for the seqs after it:
@@ -180,7 +187,12 @@ enum class PathState : std::uint8_t {
     Alive,    // usable, no unanswered timer expiry
     Suspect,  // a PTO or watchdog expired unanswered; avoided while an Alive path exists
     Failed,   // carries nothing but PROBEs until one is answered (or add_path())
+    Standby,  // usable, but chosen only once no Alive or Suspect path is left
 };
+// Whether the channel puts new frames on a path in this state.
+constexpr bool carries_traffic(PathState s) noexcept {
+    return s == PathState::Alive || s == PathState::Suspect;
+}
 enum class PeerState : std::uint8_t { Alive, Dead };
 enum class FrameState : std::uint8_t {
     Free,      // slot unused, or the frame was released
@@ -288,6 +300,7 @@ struct PeerCounters {
     std::uint64_t probes_sent = 0;        // PROBE frames
     std::uint64_t paths_readmitted = 0;
     std::uint64_t stale_probes = 0;       // PROBE_ACKs answering no probe of ours
+    std::uint64_t standby_promotions = 0;  // standby paths made Alive: no other path was left
     // receiver
     std::uint64_t frames_delivered = 0;
     std::uint64_t bytes_delivered = 0;
@@ -345,8 +358,11 @@ class ReliableChannel {
     // are reported acked (if acknowledged) or abandoned.
     void remove_peer(PeerId peer);
     // false: unknown or dead peer, or max_paths reached. Re-adding a failed
-    // path revives it.
-    bool add_path(PeerId peer, PathId path);
+    // path revives it. standby: a path kept for failover only (see above);
+    // added while the peer has no Alive or Suspect path, it is Alive at once.
+    // A path already Alive or Suspect stays so; a standby one re-added with
+    // standby = false becomes Alive.
+    bool add_path(PeerId peer, PathId path, bool standby = false);
     // The BTL reported an error: fail the path now and re-drive its frames.
     void remove_path(PeerId peer, PathId path, Micros now);
 
@@ -459,8 +475,8 @@ class ReliableChannel {
     [[nodiscard]] const PeerCounters* counters(PeerId peer) const noexcept;
     [[nodiscard]] const PathCounters* path_counters(PeerId peer, PathId path) const noexcept;
     [[nodiscard]] std::vector<PathId> paths(PeerId peer) const;
-    // Paths to the peer not declared failed (0 for an unknown or dead peer):
-    // with one, a frame can never be re-driven elsewhere.
+    // Paths to the peer not declared failed, standby ones included (0 for an
+    // unknown or dead peer): with one, a frame can never be re-driven elsewhere.
     [[nodiscard]] std::size_t live_paths(PeerId peer) const noexcept;
     // Frames holding a window slot (unacked, or acked but owed a completion).
     [[nodiscard]] std::size_t unreleased(PeerId peer) const noexcept;

@@ -186,6 +186,9 @@ struct ReliableChannel::Ops {
     // before Suspect; slots in `avoid` are skipped.
     static std::uint8_t choose_path(const Peer& p, PathId hint, std::size_t start,
                                     std::uint32_t avoid = 0) noexcept;
+    // Makes the first Standby path Alive (kNoSlot: none): fail_path() left
+    // no other.
+    static std::uint8_t promote_standby(Ch& ch, Peer& p);
     static void set_state(Ch& ch, Peer& p, PathSlot& pa, PathState to, const char* reason);
     static bool set_state(Ch& ch, Peer& p, PeerState to, const char* reason);
     static void set_state(Ch& ch, Peer& p, TxFrame& f, FrameState to, const char* reason) {

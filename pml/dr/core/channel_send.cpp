@@ -217,7 +217,9 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
     emit(ch, Kind::PathFailed, p.id, pa.id);
 
     const std::uint32_t bit = slot_bit(slot);
-    const std::uint8_t target = choose_path(p, kAnyPath, std::size_t{slot} + 1);
+    std::uint8_t target = choose_path(p, kAnyPath, std::size_t{slot} + 1);
+    if (target == kNoSlot)
+        target = promote_standby(ch, p);
     bool moved = false;
     for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
         TxFrame& f = tx(ch, p, s);
@@ -369,6 +371,7 @@ void ReliableChannel::Ops::probe_expired(Ch& ch, Peer& p, std::uint8_t slot, Mic
     }
     switch (pa.state) {
         case PathState::Alive:
+        case PathState::Standby:  // not in use: nothing to learn
             pa.probe_deadline = kNever;
             pa.probe_id = 0;
             return;

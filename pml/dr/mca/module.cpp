@@ -2,6 +2,7 @@
 // communicator bookkeeping, progress.
 #include "pml.hpp"
 #include "reliability.hpp"
+#include "standby.hpp"
 
 namespace pml::dr::mca {
 
@@ -122,6 +123,7 @@ int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
     // MPI_Finalize: frames still unacknowledged get their chance to arrive
     // before the BTLs go away.
     reliability_drain(procs, nprocs);
+    standby_del_procs(procs, nprocs);
     // The BML releases these procs (they may be freed by its del_procs): drop
     // our pointers to them and their cached peer id first (a proc added again
     // gets a fresh one).
@@ -353,6 +355,7 @@ int module_fini() noexcept {
     }
     print_stats();
     reliability_fini();
+    standby_fini();
     s.pending.clear();
     s.pending_count.store(0);
     requests_fini();

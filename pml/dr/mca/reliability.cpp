@@ -9,6 +9,7 @@
 #include "deadline_timer.hpp"
 #include "fault.hpp"
 #include "pml.hpp"
+#include "standby.hpp"
 #include "wire.hpp"
 
 namespace pml::dr::mca {
@@ -535,7 +536,7 @@ mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noex
                 return bb;
         }
     }
-    return nullptr;
+    return standby_find(peer, btl);
 }
 
 StoredFrame* new_frame(PeerId peer, std::size_t bytes) noexcept {
@@ -618,6 +619,11 @@ void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
             lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
             lim.eager = std::min(lim.eager, btl->btl_eager_limit);
         }
+    }
+    // Standby paths (standby.hpp) may carry any frame after a failover.
+    for (const mca_btl_base_module_t* btl : standby_add_peer(ch, peer, proc)) {
+        lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
+        lim.eager = std::min(lim.eager, btl->btl_eager_limit);
     }
 }
 

@@ -81,10 +81,12 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
 // handed (optional): whether a BTL took the frame before this returned.
 int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed = nullptr) noexcept;
 // Whether new traffic to `peer` should use this BTL (the channel's
-// path_preferred(): not failed, and not suspect while another path is alive).
+// path_preferred(): not failed, not a standby, and not suspect while
+// another path is alive).
 bool path_usable(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 bool peer_is_dead(core::PeerId peer) noexcept;
-// The BML's entry for `btl` towards `peer` (nullptr: none).
+// The BML's entry for `btl` towards `peer`, or our own for a standby path
+// (nullptr: none).
 mca_bml_base_btl_t* find_bml(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 // Paths to the peer the channel has not declared failed.
 std::size_t live_paths(core::PeerId peer) noexcept;

@@ -4,6 +4,7 @@
 #include "crc32c.hpp"
 #include "pml.hpp"
 #include "reliability.hpp"
+#include "standby.hpp"
 
 namespace pml::dr::mca {
 
@@ -24,15 +25,19 @@ namespace {
 void schedule_frags(SendRequest* r) noexcept;
 
 // The next BTL of `arr` in round-robin order whose path to `peer` the
-// channel has not declared failed (the plain next one if none is left: the
-// channel then picks a path itself or reports the peer unreachable).
+// channel has not declared failed; none left, the standby path the channel
+// promoted (standby.hpp), else the plain next one (the channel then picks a
+// path itself or reports the peer unreachable).
 mca_bml_base_btl_t* next_usable(mca_bml_base_btl_array_t* arr, core::PeerId peer) noexcept {
     const std::size_t n = mca_bml_base_btl_array_get_size(arr);
     mca_bml_base_btl_t* first = mca_bml_base_btl_array_get_next(arr);
     mca_bml_base_btl_t* bb = first;
     for (std::size_t i = 1; i < n && !path_usable(peer, bb->btl); ++i)
         bb = mca_bml_base_btl_array_get_next(arr);
-    return path_usable(peer, bb->btl) ? bb : first;
+    if (path_usable(peer, bb->btl))
+        return bb;
+    mca_bml_base_btl_t* standby = standby_active(peer);
+    return standby != nullptr ? standby : first;
 }
 
 // How a data frame is kept by the reliability layer until the peer has it.
@@ -219,16 +224,24 @@ void schedule_frags(SendRequest* r) noexcept {
     // A BTL that reports no bandwidth (stock tcp on loopback) has BML weight
     // 0; once the weighted paths failed, the usable ones share evenly rather
     // than the scheduler falling back to a dead one.
-    if (std::all_of(weights, weights + npaths, [](double w) { return w <= 0.0; })) {
+    const auto none = [&weights, npaths] {
+        return std::all_of(weights, weights + npaths, [](double w) { return w <= 0.0; });
+    };
+    // Every send BTL failed: the standby path the channel promoted takes all.
+    mca_bml_base_btl_t* standby = nullptr;
+    if (none()) {
         for (std::size_t i = 0; i < npaths; ++i)
             weights[i] =
                 path_usable(r->peer, mca_bml_base_btl_array_get_index(arr, i)->btl) ? 1.0 : 0.0;
+        if (none())
+            standby = standby_active(r->peer);
     }
     // Frags fit every path, so any of them can carry a resend.
     const std::size_t cap = frame_cap(r->peer);
     while (!r->failed && r->bytes_scheduled < r->bytes_target && r->frames_inflight < window) {
         const std::size_t path = core::pick_weighted({weights, npaths}, {r->path_bytes, npaths});
-        mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, path);
+        mca_bml_base_btl_t* bb =
+            standby != nullptr ? standby : mca_bml_base_btl_array_get_index(arr, path);
         const std::size_t max_payload =
             std::min(bb->btl->btl_max_send_size, cap) - core::kFragHeaderSize;
         std::size_t len = static_cast<std::size_t>(
