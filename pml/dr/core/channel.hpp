@@ -43,12 +43,14 @@
 //     and a probe timeout PTO = srtt + max(4 rttvar, granularity) + the
 //     peer's max ACK delay, armed while the path has unacked frames,
 //     restarted on progress, doubled per consecutive expiry, capped at
-//     ack_timeout. On expiry the oldest frame the timer covers is resent
-//     as a probe on its path (a tail-loss probe: its ACK reveals, by the
-//     rule above, every frame sent before it that was lost), and from the
-//     second expiry on a copy also goes on another usable path, which the
-//     peer answers if it is alive. A frame sent on several paths credits
-//     none of them when acknowledged ("mixed").
+//     ack_timeout. On expiry a PROBE goes on the path; the peer answers
+//     with its ACK, then a PROBE_ACK, on that path, and every frame sent
+//     there before the probe and still unacknowledged is resent (FIFO: it
+//     was lost). A peer that only did not call MPI for a while costs a
+//     header, not a resend. From the second expiry on a copy of the oldest
+//     frame also goes on another usable path, which the peer answers if it
+//     is alive. A frame sent on several paths credits none of them when
+//     acknowledged ("mixed").
 //   - a path with an expiry unanswered is Suspect: new frames avoid it
 //     while an Alive path exists; when it goes idle it is probed with a
 //     PROBE frame (answered by PROBE_ACK on the same path) every PTO. The
@@ -230,7 +232,7 @@ struct ChannelParams {
     Micros ack_timeout = 1 * plugin::common::kSeconds;
     unsigned ack_retries = 3;
     Micros initial_rtt = 10 * plugin::common::kMillis;  // before the first sample
-    Micros granularity = 10 * plugin::common::kMillis;  // floor of the PTO's variance term
+    Micros granularity = 1 * plugin::common::kMillis;   // floor of the PTO's variance term
     Micros probe_interval = 100 * plugin::common::kMillis;  // first re-admission probe
     Micros probe_max = 1 * plugin::common::kSeconds;        // longest between them
     Micros watchdog_timeout = 5 * plugin::common::kSeconds;

@@ -2,6 +2,7 @@
 #include "reliability.hpp"
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -830,6 +831,13 @@ int reliability_progress() noexcept {
 void reliability_drain(ompi_proc_t** procs, std::size_t nprocs) noexcept {
     if (!g_rel.channel)
         return;
+    // Peers leave as soon as their own frames are acknowledged: a PROBE or
+    // resend of ours may then meet a socket they closed, and a BTL writing
+    // to it (tcp uses writev) would kill this process with SIGPIPE instead
+    // of getting EPIPE. Nothing is left to lose by ignoring it this late,
+    // unless the application handles it itself.
+    if (struct sigaction sa {}; sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        std::signal(SIGPIPE, SIG_IGN);
     std::vector<PeerId> peers;
     for (std::size_t i = 0; i < nprocs; ++i)
         if (PeerId p = 0; known_peer(procs[i], p))
