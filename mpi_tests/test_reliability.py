@@ -254,6 +254,36 @@ def test_dead_peer_is_reported_not_hung(mpi, programs, btl):
     assert max(seconds) < 10, f"peer death noticed only after {max(seconds)} s:\n{result}"
 
 
+def dead_peer_checks(result, ranks: tuple[int, ...]) -> None:
+    """dead_peer's verdict: every check passed on the surviving `ranks`, and
+    rank 0 got through MPI_Finalize."""
+    text = result.stdout
+    assert "FAILED" not in text, result
+    for r in ranks:
+        assert f"dead_peer rank {r} ok" in text, result
+    assert "dead_peer ok" in text, result
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["vader", "tcp"])
+def test_operations_naming_a_dead_peer_fail_at_once(mpi, programs, btl):
+    """Rank 1's only network dies mid-exchange; each rank learns the other
+    is dead (rank 1 at once: its path fails; rank 0 after
+    pml_dr_peer_dead_timeout of silence, the timer this test is about). From
+    then on every receive, probe and send naming the dead rank, posted
+    later, returns an error within 1 s (they used to hang: the receive was
+    queued for a peer that would never send), and both ranks finalize."""
+    prog = str(programs.get("dead_peer"))
+    argv = [prog, "silent", "20", ":", "-np", "1",
+            "-x", f"OMPI_MCA_pml_dr_fault_fail_btl={btl}",
+            "-x", "OMPI_MCA_pml_dr_fault_fail_after=100", prog, "silent", "20"]
+    result = mpi.run(argv, np=1, mca=dr(f"self,{btl}", pml_dr_peer_dead_timeout=2000))
+    result.check()
+    dead_peer_checks(result, (0, 1))
+    assert "MPI_Recv: error 16 in" in result.stdout, result  # MPI_ERR_OTHER
+    assert "MPI_Send: error 16 in" in result.stdout, result
+
+
 @pytest.mark.mpi_timeout(120)
 @pytest.mark.parametrize("btl", ["vader", "tcp"])
 def test_a_rank_computing_outside_mpi_is_not_declared_dead(mpi, btl):

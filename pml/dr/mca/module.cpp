@@ -339,6 +339,7 @@ mca_pml_base_module_t* module_init(const core::Config& config,
     s.config = config;
     s.log = &log;
     s.engine = std::make_unique<core::Engine>(config, log);
+    s.engine->set_local(core::PeerName{OMPI_PROC_MY_NAME->jobid, OMPI_PROC_MY_NAME->vpid});
     OBJ_CONSTRUCT(&s.lock, opal_recursive_mutex_t);
     reliability_init(config, log);
     if (requests_init() != OMPI_SUCCESS)

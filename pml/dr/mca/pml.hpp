@@ -18,6 +18,10 @@
 
 namespace pml::dr::mca {
 
+// What an operation naming a dead peer completes with (MPI 3.1 has no class
+// for a failed process; ULFM's MPI_ERR_PROC_FAILED is not in Open MPI 4.1).
+inline constexpr int kPeerDeadError = MPI_ERR_OTHER;
+
 // The one BTL tag pml dr registers; the frame type travels in our header.
 inline constexpr mca_btl_base_tag_t kBtlTag = MCA_BTL_TAG_PML + 1;
 
