@@ -148,6 +148,7 @@ int enable(bool on) noexcept {
         if (rc != OPAL_SUCCESS)
             return rc;
         g_state.progress_registered = true;
+        runtime_events_init();
     }
     return OMPI_SUCCESS;
 }
@@ -354,6 +355,7 @@ int module_fini() noexcept {
         opal_progress_unregister(progress);
         s.progress_registered = false;
     }
+    runtime_events_fini();
     print_stats();
     reliability_fini();
     s.pending.clear();

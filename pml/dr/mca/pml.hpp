@@ -309,6 +309,11 @@ int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** messag
 int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message,
           ompi_status_public_t* status) noexcept;
 
+// runtime_events.cpp: the runtime's process-death events (registered once
+// the PML is enabled, until module_fini).
+void runtime_events_init() noexcept;
+void runtime_events_fini() noexcept;
+
 // stats.cpp: pml_dr_stats lines at finalize.
 void print_stats() noexcept;
 
