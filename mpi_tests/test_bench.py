@@ -88,6 +88,14 @@ def test_padded_ob1_carries_the_header_bytes_dr_adds() -> None:
             assert c.benches == ("pingpong",), c.name  # the one program that takes -p
 
 
+def test_kernel_tcp_loss_row_differs_from_its_baseline_only_in_the_loss() -> None:
+    lossy = bench.CONFIG_BY_NAME["ob1+tcp-netns+1%loss"]
+    clean = bench.CONFIG_BY_NAME[lossy.baseline]
+    assert (clean.name, clean.baseline) == ("ob1+tcp-netns", "ob1+tcp-netns")
+    assert lossy.netns and clean.netns and (lossy.loss, clean.loss) == (10, 0)
+    assert lossy.mca == clean.mca and clean.mca["pml"] == "ob1"
+
+
 def test_header_share_table_splits_dr_ratio_in_two_factors() -> None:
     def row(config: str, size: int, median: float):
         return bench.Row("pingpong", config, size, "lat_us", median, None, "", 1, median, median)

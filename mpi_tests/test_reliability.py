@@ -272,6 +272,73 @@ def test_dead_peer_is_reported_not_hung(mpi, programs, btl):
     assert max(seconds) < 10, f"peer death noticed only after {max(seconds)} s:\n{result}"
 
 
+def dead_peer_checks(result, ranks: tuple[int, ...]) -> None:
+    """dead_peer's verdict: every check passed on the surviving `ranks`, and
+    rank 0 got through MPI_Finalize."""
+    text = result.stdout
+    assert "FAILED" not in text, result
+    for r in ranks:
+        assert f"dead_peer rank {r} ok" in text, result
+    assert "dead_peer ok" in text, result
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["vader", "tcp"])
+def test_operations_naming_a_dead_peer_fail_at_once(mpi, programs, btl):
+    """Rank 1's only network dies mid-exchange; each rank learns the other
+    is dead (rank 1 at once: its path fails; rank 0 after
+    pml_dr_peer_dead_timeout of silence, the timer this test is about). From
+    then on every receive, probe and send naming the dead rank, posted
+    later, returns an error within 1 s (they used to hang: the receive was
+    queued for a peer that would never send), and both ranks finalize."""
+    prog = str(programs.get("dead_peer"))
+    argv = [prog, "silent", "20", ":", "-np", "1",
+            "-x", f"OMPI_MCA_pml_dr_fault_fail_btl={btl}",
+            "-x", "OMPI_MCA_pml_dr_fault_fail_after=100", prog, "silent", "20"]
+    result = mpi.run(argv, np=1, mca=dr(f"self,{btl}", pml_dr_peer_dead_timeout=2000))
+    result.check()
+    dead_peer_checks(result, (0, 1))
+    assert "MPI_Recv: error 16 in" in result.stdout, result  # MPI_ERR_OTHER
+    assert "MPI_Send: error 16 in" in result.stdout, result
+
+
+def first_error_seconds(result) -> float:
+    m = re.search(r"the receive posted before the death: error \d+ in ([\d.]+) s", result.stdout)
+    assert m, result
+    return float(m.group(1))
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["vader", "tcp"])
+def test_a_peer_the_runtime_saw_die_fails_at_once(mpi, btl):
+    """Rank 1 is killed while rank 0's only business with it is a posted
+    receive (nothing is pending to it, so no timer of dr's would ever fire).
+    mpirun --enable-recovery keeps the job and tells the others (pmix dr
+    delivers ORTE's OPAL_ERR_PROC_ABORTED event): pml dr fails the peer at
+    once, the receive and a wildcard on the pair of ranks 0 and 1 fail, a
+    wildcard on MPI_COMM_WORLD waits for rank 2, everything posted later
+    against rank 1 fails, and the survivors finalize. Without the handler
+    Open MPI's default one aborted the survivors, MPI_ERRORS_RETURN or not."""
+    result = mpi.run("dead_peer", np=3, mca=dr(f"self,{btl}", pmix="dr"), args=["kill", 20],
+                     mpirun_args=["--enable-recovery"])
+    result.check()
+    dead_peer_checks(result, (0, 2))
+    assert first_error_seconds(result) < 5, result  # the event, not a timeout
+
+
+@pytest.mark.mpi_timeout(120)
+def test_a_connection_broken_by_a_death_fails_the_peer(mpi):
+    """The same death with the stock PMIx, which does not deliver ORTE's
+    event in Open MPI 4.1.4 (its server reports BAD-PARAM): over drtcp the
+    connection the dead process leaves broken fails its last path, and the
+    peer with it, at once."""
+    result = mpi.run("dead_peer", np=3, mca=dr("self,drtcp"), args=["kill", 20],
+                     mpirun_args=["--enable-recovery"])
+    result.check()
+    dead_peer_checks(result, (0, 2))
+    assert first_error_seconds(result) < 5, result
+
+
 @pytest.mark.mpi_timeout(120)
 @pytest.mark.parametrize("btl", ["vader", "tcp"])
 def test_a_rank_computing_outside_mpi_is_not_declared_dead(mpi, btl):

@@ -708,6 +708,28 @@ TEST(ChannelPeerDeath, RemovingTheLastPathKillsAtOnce) {
     EXPECT_EQ(s.ch.counters(kPeer)->frames_abandoned, 1u);
 }
 
+TEST(ChannelPeerDeath, DeclaredDeadFromOutsideAbandonsWhatIsUnacknowledged) {
+    // The runtime reports the process dead: no timer or path is waited for.
+    Sender s;
+    s.submit(1);
+    s.submit(2);
+    s.submit(3);
+    // Recorded, not applied yet (carried acks are settled in batches): the
+    // frame it acknowledges must be reported acked, not abandoned.
+    s.ch.on_carried_ack(kPeer, kP1, 1, 5);
+    s.ch.declare_dead(kPeer, "the runtime reported it aborted");
+    EXPECT_EQ(s.out.dead, (std::vector<PeerId>{kPeer}));
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1}));
+    EXPECT_EQ(s.out.abandoned_tokens, (std::vector<FrameToken>{2, 3}));
+    EXPECT_EQ(s.ch.peer_state(kPeer), PeerState::Dead);
+    EXPECT_EQ(s.ch.exact_deadline(), kNever);
+    EXPECT_EQ(s.ch.submit(kPeer, 9, s.out.now).status, SubmitStatus::PeerDead);
+    EXPECT_EQ(s.ch.on_data(kPeer, kP1, 1, s.out.now), Verdict::Drop);
+    s.ch.declare_dead(kPeer, "again");  // once only
+    s.ch.declare_dead(kPeer + 7, "unknown");
+    EXPECT_EQ(s.out.dead.size(), 1u);
+}
+
 // ---------------------------------------------------------------- window
 
 TEST(ChannelWindow, BackPressureWhenFullAndReliefOnRelease) {

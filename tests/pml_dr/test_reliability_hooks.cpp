@@ -239,6 +239,69 @@ TEST_F(GateTest, FailPeerTakesEverythingWaitingOnIt) {
     EXPECT_TRUE(again.posted_recvs.empty() && again.active_recvs.empty() && again.sends.empty());
 }
 
+// A peer declared dead stays dead for what is posted later: a receive or
+// probe naming it can only take what arrived before (source_dead), and a
+// wildcard receive waits only while a live process other than this one may
+// still send.
+TEST_F(GateTest, ADeadPeerStaysDeadForLaterReceives) {
+    const PeerId pc = e.add_peer({kJob, 2});
+    e.set_local({kJob, 0});  // pa is this process
+    constexpr std::uint32_t kPair = kCid, kTrio = 2, kSelf = 3, kLater = 4;
+    e.add_comm(kPair, {pa, pb}, sink);
+    e.add_comm(kTrio, {pa, pb, pc}, sink);
+    e.add_comm(kSelf, {pa}, sink);
+    for (std::uint32_t cid : {kPair, kTrio, kSelf})
+        EXPECT_FALSE(e.source_dead(cid, kAnySource)) << cid;
+    EXPECT_FALSE(e.source_dead(kPair, 1));
+    // Data that arrived from pb before it died stays deliverable.
+    e.on_frame(with_seq(match_frame(kJob, 1, kPair, 1, 5, 0, pattern(8, 1, 0)), 1), sink);
+    EXPECT_EQ(e.post_recv(kPair, 10, kAnySource, 9, sink), nullptr);
+    EXPECT_EQ(e.post_recv(kTrio, 11, kAnySource, 9, sink), nullptr);
+    EXPECT_EQ(e.post_recv(kSelf, 12, kAnySource, 9, sink), nullptr);
+    EXPECT_EQ(e.post_recv(kTrio, 13, 1, 9, sink), nullptr);
+    const PeerWaiters w = e.fail_peer(pb);
+    // The pair's wildcard has nobody left to hear from but itself; the trio
+    // still has pc, and the self communicator lost nobody.
+    EXPECT_EQ(w.posted_recvs, (std::vector<Handle>{10, 13}));
+    EXPECT_EQ(e.comm(kTrio)->posted_count(), 1u);
+    EXPECT_EQ(e.comm(kSelf)->posted_count(), 1u);
+    EXPECT_TRUE(e.peer_dead(pb));
+    EXPECT_FALSE(e.peer_dead(pa));
+    EXPECT_FALSE(e.peer_dead(pc));
+    EXPECT_TRUE(e.source_dead(kPair, 1));
+    EXPECT_FALSE(e.source_dead(kPair, 0));
+    EXPECT_TRUE(e.source_dead(kPair, kAnySource));
+    EXPECT_TRUE(e.source_dead(kTrio, 1));
+    EXPECT_FALSE(e.source_dead(kTrio, 2));
+    EXPECT_FALSE(e.source_dead(kTrio, kAnySource));
+    EXPECT_FALSE(e.source_dead(kSelf, kAnySource));
+    EXPECT_FALSE(e.source_dead(99, 1)) << "unknown communicator";
+    EXPECT_FALSE(e.source_dead(kPair, 7)) << "rank out of range";
+    const UnexpectedPtr before = e.take_unexpected(kPair, 1, 5, sink);
+    ASSERT_NE(before, nullptr);
+    EXPECT_EQ(before->data, pattern(8, 1, 0));
+    // A communicator created after the death knows it at once.
+    e.add_comm(kLater, {pa, pb}, sink);
+    EXPECT_TRUE(e.source_dead(kLater, 1));
+    EXPECT_TRUE(e.source_dead(kLater, kAnySource));
+    // The trio's last other process dies: its wildcard goes too.
+    const PeerWaiters w2 = e.fail_peer(pc);
+    EXPECT_EQ(w2.posted_recvs, (std::vector<Handle>{11}));
+    EXPECT_TRUE(e.source_dead(kTrio, kAnySource));
+    EXPECT_TRUE(e.fail_peer(pc).posted_recvs.empty());
+}
+
+// Without set_local (or in a group without this process) a wildcard fails
+// only once every member is dead.
+TEST_F(GateTest, AWildcardWithoutTheLocalProcessFailsWhenAllAreDead) {
+    e.add_comm(kCid, {pa, pb}, sink);
+    EXPECT_EQ(e.post_recv(kCid, 10, kAnySource, 9, sink), nullptr);
+    EXPECT_TRUE(e.fail_peer(pa).posted_recvs.empty());
+    EXPECT_FALSE(e.source_dead(kCid, kAnySource));
+    EXPECT_EQ(e.fail_peer(pb).posted_recvs, (std::vector<Handle>{10}));
+    EXPECT_TRUE(e.source_dead(kCid, kAnySource));
+}
+
 // FRAG payloads are copied to their place while checksummed, before the gate
 // admits them: only fresh frames, and only right ones are accounted.
 TEST_F(GateTest, FragsArePlacedInOnePassOnlyWhenFreshAndIntact) {

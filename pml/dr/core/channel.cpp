@@ -450,6 +450,16 @@ void ReliableChannel::remove_path(PeerId peer, PathId path, Micros now) {
     flush_outputs();
 }
 
+void ReliableChannel::declare_dead(PeerId peer, const char* reason) {
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return;
+    Ops::settle(*this, *p);  // what its traffic acknowledged is not abandoned
+    Ops::kill(*this, *p, reason);
+    reschedule(peer);
+    flush_outputs();
+}
+
 Micros ReliableChannel::next_deadline() const noexcept {
     return timers_.empty() ? kNever : timers_.begin()->first;
 }

@@ -367,6 +367,10 @@ class ReliableChannel {
     bool add_path(PeerId peer, PathId path, bool standby = false);
     // The BTL reported an error: fail the path now and re-drive its frames.
     void remove_path(PeerId peer, PathId path, Micros now);
+    // Something outside the channel (the runtime) knows the peer is dead:
+    // as when its last path fails, what it has not acknowledged is abandoned
+    // and peer_dead() follows. Unknown or dead peers: nothing happens.
+    void declare_dead(PeerId peer, const char* reason);
 
     // --- sender
     SubmitResult submit(PeerId peer, FrameToken token, Micros now, std::size_t bytes = 0,

@@ -53,7 +53,12 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
         comms_.resize(static_cast<std::size_t>(cid) + 1);
     if (comms_[cid])
         del_comm(cid, sink);  // a reused id: drop the old state first
-    comms_[cid] = std::make_unique<Comm>(Comm{std::move(remote_peers), CommMatcher(n)});
+    auto c = std::make_unique<Comm>(Comm{std::move(remote_peers), CommMatcher(n)});
+    for (const PeerId p : c->remote) {
+        c->dead += peer_dead(p) ? 1u : 0u;
+        c->has_local = c->has_local || (has_local_ && p < peers_.size() && peers_[p] == local_);
+    }
+    comms_[cid] = std::move(c);
     // Replay what arrived before this communicator existed, in arrival order.
     std::vector<Parked> replay;
     auto keep = std::stable_partition(parked_.begin(), parked_.end(),
@@ -72,16 +77,39 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
 
 PeerWaiters Engine::fail_peer(PeerId peer) {
     PeerWaiters w;
+    if (peer >= peers_.size() || peer_dead(peer))
+        return w;
+    if (dead_.size() < peers_.size())
+        dead_.resize(peers_.size(), 0);
+    dead_[peer] = 1;
+    ++dead_count_;
     for (auto& c : comms_) {
         if (!c)
             continue;
-        for (std::size_t r = 0; r < c->remote.size(); ++r)
-            if (c->remote[r] == peer)
-                c->matcher.take_posted_from(static_cast<std::int32_t>(r), w.posted_recvs);
+        bool member = false;
+        for (std::size_t r = 0; r < c->remote.size(); ++r) {
+            if (c->remote[r] != peer)
+                continue;
+            member = true;
+            ++c->dead;
+            c->matcher.take_posted_from(static_cast<std::int32_t>(r), w.posted_recvs);
+        }
+        if (member && c->orphaned())
+            c->matcher.take_posted_any(w.posted_recvs);
     }
     recvs_.take_bound_to(peer, w.active_recvs);
     sends_.take_bound_to(peer, w.sends);
     return w;
+}
+
+bool Engine::source_dead_slow(std::uint32_t cid, std::int32_t src) const noexcept {
+    const Comm* c = find_comm(cid);
+    if (c == nullptr)
+        return false;
+    if (src == kAnySource)
+        return c->orphaned();
+    return src >= 0 && static_cast<std::size_t>(src) < c->remote.size() &&
+           peer_dead(c->remote[static_cast<std::size_t>(src)]);
 }
 
 void Engine::del_comm(std::uint32_t cid, EngineSink& sink) {

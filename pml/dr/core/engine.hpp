@@ -130,9 +130,31 @@ class Engine {
     PeerId add_peer(PeerName name);
     // The id of a known peer; false if unknown.
     bool find_peer(PeerName name, PeerId& out) const noexcept;
-    // Takes every request id and posted receive bound to `peer` out of the
-    // engine so the glue can complete them in error.
+    // The process this engine runs in (its own messages cannot fail). Set
+    // before the first communicator is added.
+    void set_local(PeerName name) noexcept {
+        local_ = name;
+        has_local_ = true;
+    }
+    // The peer is dead: takes every request id and posted receive bound to
+    // it out of the engine so the glue can complete them in error, and the
+    // MPI_ANY_SOURCE receives of every communicator left without a live
+    // source (source_dead). The peer stays dead; a second call takes nothing.
     PeerWaiters fail_peer(PeerId peer);
+    [[nodiscard]] bool peer_dead(PeerId peer) const noexcept {
+        return peer < dead_.size() && dead_[peer] != 0;
+    }
+    // Whether a receive or probe for `src` (a rank of communicator `cid`'s
+    // remote group, or MPI_ANY_SOURCE) can only be satisfied by a message
+    // that arrived already: `src` is a dead peer, or MPI_ANY_SOURCE in a
+    // communicator that lost a process and has no live one left but this
+    // process itself. Such a receive is never queued: it takes what arrived
+    // or fails. (A wildcard receive in a group that still holds a live
+    // process waits: that process may send.) One comparison while no peer
+    // died.
+    [[nodiscard]] bool source_dead(std::uint32_t cid, std::int32_t src) const noexcept {
+        return dead_count_ != 0 && source_dead_slow(cid, src);
+    }
     // The reliability layer (nullptr: none; every frame is processed, ACKs ignored).
     void set_gate(FrameGate* gate) noexcept { gate_ = gate; }
     [[nodiscard]] const PeerName* peer_name(PeerId id) const noexcept;
@@ -190,6 +212,12 @@ class Engine {
     struct Comm {
         std::vector<PeerId> remote;
         CommMatcher matcher;
+        std::uint32_t dead = 0;  // processes of `remote` that are dead
+        bool has_local = false;  // `remote` holds this process
+        // No live process but this one left to send (source_dead).
+        [[nodiscard]] bool orphaned() const noexcept {
+            return dead > 0 && dead + (has_local ? 1u : 0u) >= remote.size();
+        }
     };
     // A MATCH/RNDV for a communicator this process has not created yet
     // (another rank's MPI_Comm_dup/split finished first).
@@ -222,6 +250,7 @@ class Engine {
                   bool gated);
     void payload_damaged(const Common& c, const PeerId* peer, std::uint64_t path, bool gated);
     void count_decode_error(const plugin::common::Error& e) noexcept;
+    [[nodiscard]] bool source_dead_slow(std::uint32_t cid, std::int32_t src) const noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
     // Receiver: `bytes` of `peer`'s eager payload left our store.
     void release_eager(PeerId peer, std::uint64_t bytes, bool starved, EngineSink& sink);
@@ -229,6 +258,10 @@ class Engine {
     Config config_;
     plugin::common::LogSink& log_;
     std::vector<PeerName> peers_;
+    std::vector<std::uint8_t> dead_;  // by PeerId: fail_peer() was called (1)
+    std::size_t dead_count_ = 0;
+    PeerName local_{};
+    bool has_local_ = false;
     std::uint64_t eager_window_;  // unexpected_limit / peers (at least one)
     std::vector<PeerFlow> flow_;
     std::unordered_map<PeerName, PeerId, NameHash> peer_ids_;

@@ -135,6 +135,12 @@ void CommMatcher::take_posted_from(std::int32_t src, std::vector<Handle>& out) {
     posted.clear();
 }
 
+void CommMatcher::take_posted_any(std::vector<Handle>& out) {
+    for (std::size_t i = 0; i < wild_.size(); ++i)
+        out.push_back(wild_[i].recv);
+    wild_.clear();
+}
+
 bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
     auto& specific = in_[static_cast<std::size_t>(src)].posted;
     auto match = [tag](const Posted& p) { return tag_matches(p.tag, tag); };

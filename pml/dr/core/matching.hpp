@@ -100,6 +100,9 @@ class CommMatcher {
     // Removes every queued receive naming `src` (not wildcards) into `out`:
     // that source is gone and they can never match.
     void take_posted_from(std::int32_t src, std::vector<Handle>& out);
+    // Removes every queued MPI_ANY_SOURCE receive into `out`: no source that
+    // could still send is left.
+    void take_posted_any(std::vector<Handle>& out);
     // MPI_Iprobe: the first matching unexpected message, left in place.
     [[nodiscard]] const Unexpected* peek(std::int32_t src, std::int32_t tag) const noexcept;
     // MPI_Improbe: as peek, but removed from the queue.

@@ -150,6 +150,7 @@ int enable(bool on) noexcept {
         if (rc != OPAL_SUCCESS)
             return rc;
         g_state.progress_registered = true;
+        runtime_events_init();
     }
     return OMPI_SUCCESS;
 }
@@ -339,6 +340,7 @@ mca_pml_base_module_t* module_init(const core::Config& config,
     s.config = config;
     s.log = &log;
     s.engine = std::make_unique<core::Engine>(config, log);
+    s.engine->set_local(core::PeerName{OMPI_PROC_MY_NAME->jobid, OMPI_PROC_MY_NAME->vpid});
     OBJ_CONSTRUCT(&s.lock, opal_recursive_mutex_t);
     reliability_init(config, log);
     if (requests_init() != OMPI_SUCCESS)
@@ -353,6 +355,7 @@ int module_fini() noexcept {
         opal_progress_unregister(progress);
         s.progress_registered = false;
     }
+    runtime_events_fini();
     print_stats();
     reliability_fini();
     standby_fini();

@@ -18,6 +18,10 @@
 
 namespace pml::dr::mca {
 
+// What an operation naming a dead peer completes with (MPI 3.1 has no class
+// for a failed process; ULFM's MPI_ERR_PROC_FAILED is not in Open MPI 4.1).
+inline constexpr int kPeerDeadError = MPI_ERR_OTHER;
+
 // The one BTL tag pml dr registers; the frame type travels in our header.
 inline constexpr mca_btl_base_tag_t kBtlTag = MCA_BTL_TAG_PML + 1;
 
@@ -304,6 +308,11 @@ int imrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** messag
            ompi_request_t** req) noexcept;
 int mrecv(void* buf, size_t count, ompi_datatype_t* dt, ompi_message_t** message,
           ompi_status_public_t* status) noexcept;
+
+// runtime_events.cpp: the runtime's process-death events (registered once
+// the PML is enabled, until module_fini).
+void runtime_events_init() noexcept;
+void runtime_events_fini() noexcept;
 
 // stats.cpp: pml_dr_stats lines at finalize.
 void print_stats() noexcept;

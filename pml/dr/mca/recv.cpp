@@ -116,6 +116,14 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
     st.MPI_TAG = info.tag;
     r->msg_len = info.msg_len;
     r->bytes_expected = std::min<std::uint64_t>(info.msg_len, r->base.req_bytes_packed);
+    if ((info.rndv || info.rget) && s.engine->peer_dead(info.peer)) {
+        // A rendezvous that arrived before its sender died: the rest of its
+        // data can never come (the sender's memory cannot be read either).
+        if (!info.rget)
+            unpack(r, 0, eager);
+        recv_complete(r, r->bytes_received >= r->bytes_expected ? OMPI_SUCCESS : kPeerDeadError);
+        return;
+    }
     if (info.rget) {
         // The payload is the sender's registration handle, not data.
         if (rget_start(r, info, eager))
@@ -198,11 +206,19 @@ int start_recv(RecvRequest* r) noexcept {
     mca_pml_base_request_t& b = r->base.req_base;
     if (matcher_of(b.req_comm) == nullptr)
         return OMPI_ERR_BAD_PARAM;
-    core::UnexpectedPtr msg = state().engine->post_recv(b.req_comm->c_contextid, handle_of(r),
-                                                        b.req_peer, b.req_tag, engine_sink());
+    core::Engine& eng = *state().engine;
+    const std::uint32_t cid = b.req_comm->c_contextid;
+    // A receive from a dead peer takes what arrived before it died, or
+    // fails now: queued, it would wait forever.
+    const bool dead = eng.source_dead(cid, b.req_peer);
+    core::UnexpectedPtr msg =
+        dead ? eng.take_unexpected(cid, b.req_peer, b.req_tag, engine_sink())
+             : eng.post_recv(cid, handle_of(r), b.req_peer, b.req_tag, engine_sink());
     if (msg) {
         r->matched_at_post = true;
         handle_match(r, msg->info, msg->data);
+    } else if (dead) {
+        recv_complete(r, kPeerDeadError);
     }
     return OMPI_SUCCESS;
 }
@@ -289,8 +305,11 @@ int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched,
             *matched = 1;
             return OMPI_SUCCESS;
         }
+        *matched = 0;
+        // Nothing will ever come from a dead source: MPI_Probe would spin forever.
+        if (state().engine->source_dead(comm->c_contextid, src))
+            return kPeerDeadError;
     }
-    *matched = 0;
     opal_progress();
     return OMPI_SUCCESS;
 }
@@ -326,9 +345,11 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
             *matched = 1;
             return OMPI_SUCCESS;
         }
+        *matched = 0;
+        *message = &ompi_message_null.message;
+        if (state().engine->source_dead(comm->c_contextid, src))
+            return kPeerDeadError;
     }
-    *matched = 0;
-    *message = &ompi_message_null.message;
     opal_progress();
     return OMPI_SUCCESS;
 }

@@ -809,6 +809,12 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
     rearm();
 }
 
+void reliability_declare_dead(PeerId peer, const char* reason) noexcept {
+    g_rel.now = monotonic_now();
+    chan().declare_dead(peer, reason);
+    rearm();
+}
+
 int reliability_progress() noexcept {
     if (g_rel.batches_due.load(std::memory_order_relaxed)) {
         Guard g;

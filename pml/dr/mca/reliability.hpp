@@ -105,6 +105,8 @@ std::size_t eager_cap(core::PeerId peer) noexcept;
 // Receiving (module.cpp's BTL callbacks, module lock held).
 void reliability_on_frame(mca_btl_base_module_t* btl, std::span<const std::uint8_t> frame) noexcept;
 void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noexcept;
+// The runtime reported the peer dead (runtime_events.cpp, module lock held).
+void reliability_declare_dead(core::PeerId peer, const char* reason) noexcept;
 
 // The channel and counters, for statistics and MPI_T (nullptr before init).
 const core::ReliableChannel* channel() noexcept;

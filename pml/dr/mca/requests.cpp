@@ -246,7 +246,7 @@ void send_pml_complete(SendRequest* r) noexcept {
         return_send(r);
         return;
     }
-    send_mpi_complete(r, r->failed ? MPI_ERR_OTHER : OMPI_SUCCESS);
+    send_mpi_complete(r, r->failed ? kPeerDeadError : OMPI_SUCCESS);
 }
 
 void release_send_resources(SendRequest* r) noexcept {

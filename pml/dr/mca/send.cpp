@@ -496,6 +496,8 @@ int start_send(SendRequest* r) noexcept {
     if (matcher == nullptr)
         return OMPI_ERR_BAD_PARAM;
     r->peer = peer_for(proc);
+    if (peer_is_dead(r->peer))
+        return kPeerDeadError;  // as its receives and pending requests (not MPI_ERR_INTERN)
     if (r->base.req_send_mode == MCA_PML_BASE_SEND_BUFFERED && r->base.req_bytes_packed > 0) {
         const int rc = mca_pml_base_bsend_request_start(&b.req_ompi);
         if (rc != OMPI_SUCCESS)
