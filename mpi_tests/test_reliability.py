@@ -331,9 +331,12 @@ def test_a_connection_broken_by_a_death_fails_the_peer(mpi):
     """The same death with the stock PMIx, which does not deliver ORTE's
     event in Open MPI 4.1.4 (its server reports BAD-PARAM): over drtcp the
     connection the dead process leaves broken fails its last path, and the
-    peer with it, at once."""
-    result = mpi.run("dead_peer", np=3, mca=dr("self,drtcp"), args=["kill", 20],
-                     mpirun_args=["--enable-recovery"])
+    peer with it, at once. MPI_Finalize's fence of the stock PMIx hangs now
+    and then once a process of the job died (2 runs in 30 under ob1, the
+    survivors waiting in ompi_mpi_finalize for the fence), so this run skips
+    it (async_mpi_finalize, an Open MPI parameter)."""
+    result = mpi.run("dead_peer", np=3, mca=dr("self,drtcp", async_mpi_finalize=1),
+                     args=["kill", 20], mpirun_args=["--enable-recovery"])
     result.check()
     dead_peer_checks(result, (0, 2))
     assert first_error_seconds(result) < 5, result
