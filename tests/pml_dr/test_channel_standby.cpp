@@ -174,8 +174,9 @@ TEST(ChannelStandby, StateNameAndTransitions) {
     EXPECT_TRUE(transition_allowed(PathState::Standby, PathState::Failed));
     EXPECT_TRUE(transition_allowed(PathState::Failed, PathState::Standby));
     EXPECT_FALSE(transition_allowed(PathState::Standby, PathState::Suspect));
-    EXPECT_FALSE(transition_allowed(PathState::Alive, PathState::Standby));
-    EXPECT_FALSE(transition_allowed(PathState::Suspect, PathState::Standby));
+    // A promoted standby path stands by again once a better one is back.
+    EXPECT_TRUE(transition_allowed(PathState::Alive, PathState::Standby));
+    EXPECT_TRUE(transition_allowed(PathState::Suspect, PathState::Standby));
     EXPECT_TRUE(carries_traffic(PathState::Alive));
     EXPECT_TRUE(carries_traffic(PathState::Suspect));
     EXPECT_FALSE(carries_traffic(PathState::Standby));
@@ -215,6 +216,29 @@ TEST(ChannelStandby, TransferSurvivesLosingItsOnlyLivePathMidStream) {
     // B answered on the path the data came on, its standby.
     EXPECT_TRUE(std::any_of(w.b_out.acks.begin(), w.b_out.acks.end(),
                             [](const Rec::Ack& k) { return k.path == kS1; }));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ChannelStandby, APromotedStandbyStandsByAgainOnceTheFailedPathIsTakenBack) {
+    StandbySender s;
+    s.submit(1);
+    s.ch.remove_path(kPeer, kP1, 0);  // the last BML path fails: kS1 promoted
+    ASSERT_EQ(s.ch.path_state(kPeer, kS1), PathState::Alive);
+    // kP1 is probed while frame 1 is in flight, and answers.
+    s.run_timers(100 * plugin::common::kMillis);
+    std::uint32_t id = 0;
+    for (const auto& pr : s.out.probes)
+        if (pr.path == kP1 && !pr.reply)
+            id = pr.id;
+    ASSERT_NE(id, 0u);
+    s.ch.on_probe_ack(kPeer, kP1, id, s.out.now);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
+    EXPECT_EQ(s.ch.path_state(kPeer, kS1), PathState::Standby) << "stands by again";
+    s.submit(2);
+    EXPECT_EQ(s.out.tx.back().path, kP1);
 }
 
 }  // namespace

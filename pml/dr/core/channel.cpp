@@ -61,9 +61,13 @@ std::string_view to_string(SubmitStatus s) noexcept {
 bool transition_allowed(PathState from, PathState to) noexcept {
     switch (from) {
         case PathState::Alive:
-            return to == PathState::Suspect || to == PathState::Failed;
+            // Standby (also from Suspect): a promoted standby path once a
+            // better one is back.
+            return to == PathState::Suspect || to == PathState::Failed ||
+                   to == PathState::Standby;
         case PathState::Suspect:
-            return to == PathState::Alive || to == PathState::Failed;
+            return to == PathState::Alive || to == PathState::Failed ||
+                   to == PathState::Standby;
         case PathState::Failed:
             return to == PathState::Alive || to == PathState::Standby;  // re-added by the glue
         case PathState::Standby:
@@ -162,6 +166,12 @@ bool ReliableChannel::Ops::preferred(const Peer& p, std::uint8_t slot) noexcept 
 
 Micros ReliableChannel::Ops::pto_of(const Ch& ch, const Peer& p, const PathSlot& pa) noexcept {
     return recovery::pto(pa.rtt, ch.recovery_, p.peer_max_ack_delay, pa.pto_count);
+}
+
+void ReliableChannel::Ops::demote_standby(Ch& ch, Peer& p) {
+    for (PathSlot& pa : p.paths)
+        if (pa.standby && carries_traffic(pa.state))
+            set_state(ch, p, pa, PathState::Standby, "a better path is back");
 }
 
 std::uint8_t ReliableChannel::Ops::promote_standby(Ch& ch, Peer& p) {
@@ -418,6 +428,8 @@ bool ReliableChannel::add_path(PeerId peer, PathId path, bool standby) {
         PathSlot& pa = p->paths[slot];
         if (!carries_traffic(pa.state)) {
             Ops::set_state(*this, *p, pa, as, "re-added");
+            if (as == PathState::Alive && !pa.standby)
+                Ops::demote_standby(*this, *p);
             pa.probe_deadline = kNever;
             pa.probe_id = 0;
             reschedule(peer);
@@ -433,6 +445,7 @@ bool ReliableChannel::add_path(PeerId peer, PathId path, bool standby) {
     PathSlot pa;
     pa.id = path;
     pa.state = as;
+    pa.standby = standby;
     p->paths.push_back(pa);
     p->ack_slot = Ops::find_slot(*p, p->ack_path);  // data may have come on it already
     return true;

@@ -49,6 +49,7 @@ struct TxFrame {
 struct PathSlot {
     PathId id = 0;
     PathState state = PathState::Alive;
+    bool standby = false;     // added as a standby path (promoted ones go back)
     unsigned pto_count = 0;   // consecutive PTO (or probe) expiries without progress
     unsigned wd_retries = 0;  // watchdog expiries since the last completion
     Micros ack_deadline = kNever;    // the PTO timer: armed while frames are outstanding
@@ -189,6 +190,9 @@ struct ReliableChannel::Ops {
     // Makes the first Standby path Alive (kNoSlot: none): fail_path() left
     // no other.
     static std::uint8_t promote_standby(Ch& ch, Peer& p);
+    // A path that is not a standby one works again: promoted standby paths
+    // go back to standing by (their unacked frames stay covered).
+    static void demote_standby(Ch& ch, Peer& p);
     static void set_state(Ch& ch, Peer& p, PathSlot& pa, PathState to, const char* reason);
     static bool set_state(Ch& ch, Peer& p, PeerState to, const char* reason);
     static void set_state(Ch& ch, Peer& p, TxFrame& f, FrameState to, const char* reason) {

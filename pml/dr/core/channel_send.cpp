@@ -630,10 +630,19 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
     pa.wd_retries = 0;
     pa.last_heard = now;
     if (pa.state == PathState::Failed) {
-        Ops::set_state(*this, *p, pa, PathState::Alive, "probe answered: re-admitted");
+        // A standby path comes back as one while a better path works.
+        const bool better = pa.standby && std::any_of(p->paths.begin(), p->paths.end(),
+                                                      [](const PathSlot& o) {
+                                                          return !o.standby &&
+                                                                 carries_traffic(o.state);
+                                                      });
+        Ops::set_state(*this, *p, pa, better ? PathState::Standby : PathState::Alive,
+                       "probe answered: re-admitted");
         pa.probe_attempts = 0;
         ++pa.counters.paths_readmitted;
         ++p->counters.paths_readmitted;
+        if (!pa.standby)
+            Ops::demote_standby(*this, *p);
     } else {
         Ops::refresh(*this, *p, pa, "probe answered");
     }
