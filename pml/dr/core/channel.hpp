@@ -232,7 +232,7 @@ struct ChannelParams {
     Micros ack_timeout = 1 * plugin::common::kSeconds;
     unsigned ack_retries = 3;
     Micros initial_rtt = 10 * plugin::common::kMillis;  // before the first sample
-    Micros granularity = 1 * plugin::common::kMillis;   // floor of the PTO's variance term
+    Micros granularity = 200;                           // floor of the PTO's variance term
     Micros probe_interval = 100 * plugin::common::kMillis;  // first re-admission probe
     Micros probe_max = 1 * plugin::common::kSeconds;        // longest between them
     Micros watchdog_timeout = 5 * plugin::common::kSeconds;

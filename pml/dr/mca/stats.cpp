@@ -98,12 +98,15 @@ void print_reliability_stats() noexcept {
                 "[pml:dr] path %s -> %s over %s: sent=%llu bytes=%llu retransmits=%llu "
                 "received=%llu bytes_received=%llu acks_sent=%llu acks_received=%llu "
                 "ack_timeouts=%llu watchdog_timeouts=%llu local_errors=%llu redriven=%llu "
-                "failures=%llu state=%s",
+                "failures=%llu probes_sent=%llu paths_readmitted=%llu srtt_us=%lld "
+                "rttvar_us=%lld min_rtt_us=%lld rtt_samples=%llu state=%s",
                 OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), btl_name(btl_of(path)),
                 u(pc->frames_sent), u(pc->bytes_sent), u(pc->retransmits), u(pc->frames_received),
                 u(pc->bytes_received), u(pc->acks_sent), u(pc->acks_received), u(pc->ack_timeouts),
                 u(pc->watchdog_timeouts), u(pc->local_errors), u(pc->redriven), u(pc->failures),
-                std::string(core::to_string(ch->path_state(p, path))).c_str());
+                u(pc->probes_sent), u(pc->paths_readmitted), static_cast<long long>(pc->srtt),
+                static_cast<long long>(pc->rttvar), static_cast<long long>(pc->min_rtt),
+                u(pc->rtt_samples), std::string(core::to_string(ch->path_state(p, path))).c_str());
         }
     }
 }
