@@ -485,7 +485,10 @@ TEST(ChannelRecovery, APeerThatOnlyDidNotCallMpiCostsAProbeNotAResend) {
 }
 
 TEST(ChannelRecovery, AFailedPathIsProbedWhileThereIsTrafficAndTakenBackWhenItAnswers) {
-    Sender s;
+    ChannelParams p = test_params();
+    p.initial_rtt = 200'000;  // kP2 stays alive (its first PTO: 600 ms) throughout
+    p.ack_timeout = 10'000'000;
+    Sender s(p);
     s.submit(1, kP1);
     s.ch.remove_path(kPeer, kP1, 0);  // the BTL reported an error
     ASSERT_EQ(s.ch.path_state(kPeer, kP1), PathState::Failed);
@@ -520,6 +523,36 @@ TEST(ChannelRecovery, AFailedPathIsProbedWhileThereIsTrafficAndTakenBackWhenItAn
     s.ch.remove_path(kPeer, kP1, s.out.now);
     EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Failed);
     EXPECT_EQ(s.ch.counters(kPeer)->paths_lost, 2u);
+}
+
+TEST(ChannelRecovery, WithNoPathAliveTheFailedOnesAreProbedAtOnceAndOneAnsweringTakesTheFrames) {
+    Sender s;  // PTO 400, 800, then the cap 1000; ack_retries 2
+    s.submit(1, kP2);
+    s.ch.remove_path(kPeer, kP1, 0);  // kP1 failed; frame 1 only on kP2
+    // kP1's first probe is due at 100 ms; after it, kP2 (silent past its
+    // retries, nothing heard elsewhere: kept) expires every 1000 us with no
+    // path alive, and each expiry probes kP1 again at once instead of at
+    // the doubled interval (200 ms).
+    s.run_timers(200 * plugin::common::kMillis);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP2), PathState::Suspect);
+    EXPECT_GE(probes_on(s.out, kP1), 90u);
+    const std::size_t before = probes_on(s.out, kP1);
+    s.run_timers(s.ch.next_deadline());
+    EXPECT_GT(probes_on(s.out, kP1), before);
+    EXPECT_TRUE(s.out.failed == (std::vector<PathId>{kP1}));
+    // kP1 answers: taken back, and kP2, silent past its retries, fails now:
+    // frame 1 moves to kP1 at once.
+    std::uint32_t id = 0;
+    for (const auto& pr : s.out.probes)
+        if (pr.path == kP1 && !pr.reply)
+            id = pr.id;
+    const std::size_t tx = s.out.tx.size();
+    s.ch.on_probe_ack(kPeer, kP1, id, s.out.now);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
+    EXPECT_EQ(s.ch.path_state(kPeer, kP2), PathState::Failed);
+    ASSERT_GT(s.out.tx.size(), tx);
+    EXPECT_EQ(s.out.tx.back().path, kP1);
+    EXPECT_EQ(s.out.tx.back().ref.seq, 1u);
 }
 
 TEST(ChannelRecovery, AnIdlePeerIsNotProbedUntilItHasTrafficAgain) {

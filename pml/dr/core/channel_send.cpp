@@ -332,6 +332,16 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
         ++p.counters.silent_expiries;
     }
     refresh(ch, p, pa, "probe timeout");
+    // No path is alive any more: the failed ones are probed again from the
+    // shortest interval, since one of them may be all that is left.
+    if (std::none_of(p.paths.begin(), p.paths.end(),
+                     [](const PathSlot& o) { return o.state == PathState::Alive; }))
+        for (PathSlot& o : p.paths)
+            if (o.state == PathState::Failed && o.probe_attempts > 0) {
+                o.probe_attempts = 0;
+                o.probe_deadline = std::min(o.probe_deadline, now);
+                due_by(ch, p, now);
+            }
     // A PROBE, not data: a peer that merely did not call MPI for a while
     // (computing, descheduled) costs a header, not a resend. Its answer
     // comes after the peer's ACK on the same path (FIFO), so the frames
@@ -643,6 +653,14 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
         ++p->counters.paths_readmitted;
         if (!pa.standby)
             Ops::demote_standby(*this, *p);
+        // A path that went silent past its retries while nothing else could
+        // carry its frames (so nothing was heard elsewhere) fails now that
+        // this one answers: its frames move here at once.
+        for (std::size_t i = 0; i < p->paths.size() && p->state == PeerState::Alive; ++i)
+            if (i != slot && p->paths[i].state == PathState::Suspect &&
+                p->paths[i].pto_count > params_.ack_retries)
+                Ops::fail_path(*this, *p, static_cast<std::uint8_t>(i), now,
+                               "silent past its retries, and another path is back");
     } else {
         Ops::refresh(*this, *p, pa, "probe answered");
     }
