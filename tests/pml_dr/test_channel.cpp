@@ -517,6 +517,7 @@ TEST(ChannelRecovery, AFailedPathIsProbedWhileThereIsTrafficAndTakenBackWhenItAn
     EXPECT_EQ(s.ch.counters(kPeer)->paths_readmitted, 1u);
     EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->paths_readmitted, 1u);
     EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->rtt_samples, 1u);
+    EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->srtt, 30) << "the probe's round trip, in the stats";
     s.submit(2, kP1);
     EXPECT_EQ(s.out.tx.back().path, kP1);
     // A second failure of the same path is handled the same way.

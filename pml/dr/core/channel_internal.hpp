@@ -264,6 +264,12 @@ struct ReliableChannel::Ops {
     static void kill(Ch& ch, Peer& p, const char* reason);
     static void ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
     static void probe_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
+    // One more unanswered PTO or PROBE on `slot`: past ack_retries it fails
+    // the path if the peer was heard elsewhere since the last probe (true:
+    // failed), else counts a silent expiry.
+    static bool count_expiry(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
+    // An RTT sample for the path, reflected in its counters.
+    static void rtt_sample(Ch& ch, const Peer& p, PathSlot& pa, Micros latest, Micros ack_delay);
     static void send_probe(Ch& ch, Peer& p, PathSlot& pa, Micros now);
     // Traffic again after probes_paused: re-arms the paused probe timers.
     static void resume_probes(Ch& ch, Peer& p, Micros now);

@@ -287,6 +287,35 @@ void ReliableChannel::Ops::kill(Ch& ch, Peer& p, const char* reason) {
     emit(ch, Kind::PeerDead, p.id);
 }
 
+bool ReliableChannel::Ops::count_expiry(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
+    PathSlot& pa = p.paths[slot];
+    if (pa.pto_count < 64)
+        ++pa.pto_count;
+    if (pa.pto_count <= ch.params_.ack_retries)
+        return false;
+    // The peer answered elsewhere since the previous probe, this path did
+    // not: the peer is alive and this path does not reach it.
+    if (heard_since(p, slot, pa.last_probe)) {
+        fail_path(ch, p, slot, now, "probes unanswered, the peer answers on another path");
+        return true;
+    }
+    // Silent on every path: a peer computing outside MPI sounds the same as
+    // a dead network. The path stays, probing at the longest back-off;
+    // peer_dead_timeout decides about the peer.
+    ++pa.counters.silent_expiries;
+    ++p.counters.silent_expiries;
+    return false;
+}
+
+void ReliableChannel::Ops::rtt_sample(Ch& ch, const Peer& p, PathSlot& pa, Micros latest,
+                                      Micros ack_delay) {
+    pa.rtt.sample(latest, ack_delay, p.peer_max_ack_delay);
+    ++pa.counters.rtt_samples;
+    pa.counters.srtt = pa.rtt.srtt(ch.recovery_);
+    pa.counters.rttvar = pa.rtt.rttvar(ch.recovery_);
+    pa.counters.min_rtt = pa.rtt.min_rtt();
+}
+
 // The PTO timer of `slot` expired: probe with its oldest unacked frame.
 void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
     PathSlot& pa = p.paths[slot];
@@ -314,23 +343,10 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
         pa.ack_deadline = due;
         return;
     }
-    if (pa.pto_count < 64)
-        ++pa.pto_count;
     ++pa.counters.ack_timeouts;
     ++p.counters.ack_timeouts;
-    if (pa.pto_count > ch.params_.ack_retries) {
-        // The peer answered elsewhere since the previous probe, this path
-        // did not: the peer is alive and this path does not reach it.
-        if (heard_since(p, slot, pa.last_probe)) {
-            fail_path(ch, p, slot, now, "probe timeouts unanswered, the peer answers on another path");
-            return;
-        }
-        // Silent on every path: a peer computing outside MPI sounds the
-        // same as a dead network. The path stays, probing at the longest
-        // back-off; peer_dead_timeout decides about the peer.
-        ++pa.counters.silent_expiries;
-        ++p.counters.silent_expiries;
-    }
+    if (count_expiry(ch, p, slot, now))
+        return;
     refresh(ch, p, pa, "probe timeout");
     // No path is alive any more: the failed ones are probed again from the
     // shortest interval, since one of them may be all that is left.
@@ -391,19 +407,8 @@ void ReliableChannel::Ops::probe_expired(Ch& ch, Peer& p, std::uint8_t slot, Mic
                 pa.probe_id = 0;
                 return;
             }
-            if (pa.probe_id != 0) {  // unanswered
-                if (pa.pto_count < 64)
-                    ++pa.pto_count;
-                if (pa.pto_count > ch.params_.ack_retries) {
-                    if (heard_since(p, slot, pa.last_probe)) {
-                        fail_path(ch, p, slot, now,
-                                  "probes unanswered, the peer answers on another path");
-                        return;
-                    }
-                    ++pa.counters.silent_expiries;
-                    ++p.counters.silent_expiries;
-                }
-            }
+            if (pa.probe_id != 0 && count_expiry(ch, p, slot, now))  // unanswered
+                return;
             send_probe(ch, p, pa, now);
             pa.probe_deadline = add_saturating(now, pto_of(ch, p, pa));
             return;
@@ -634,8 +639,7 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
                 ++p->counters.timeout_retransmits;
         }
     }
-    pa.rtt.sample(now - pa.probe_sent, 0, p->peer_max_ack_delay);
-    ++pa.counters.rtt_samples;
+    Ops::rtt_sample(*this, *p, pa, now - pa.probe_sent, 0);
     pa.pto_count = 0;
     pa.wd_retries = 0;
     pa.last_heard = now;
@@ -894,14 +898,8 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
         return;
     }
     p.last_progress = now;
-    if (scan.sample_slot != kNoSlot) {
-        PathSlot& pa = p.paths[scan.sample_slot];
-        pa.rtt.sample(now - scan.sample_sent, ack.delay, p.peer_max_ack_delay);
-        ++pa.counters.rtt_samples;
-        pa.counters.srtt = pa.rtt.srtt(ch.recovery_);
-        pa.counters.rttvar = pa.rtt.rttvar(ch.recovery_);
-        pa.counters.min_rtt = pa.rtt.min_rtt();
-    }
+    if (scan.sample_slot != kNoSlot)
+        rtt_sample(ch, p, p.paths[scan.sample_slot], now - scan.sample_sent, ack.delay);
     for (std::size_t i = 0; i < p.paths.size(); ++i) {
         if ((scan.progressed & slot_bit(static_cast<std::uint8_t>(i))) == 0)
             continue;

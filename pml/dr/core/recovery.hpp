@@ -1,6 +1,7 @@
 // Loss recovery of the pml dr reliability channel, as pure data and pure
 // functions: per-path RTT estimation, the probe timeout (PTO), the
-// time-threshold loss rule and the re-admission probe schedule. Modelled on
+// re-admission probe schedule (loss itself is declared by the channel's
+// RACK rule over FIFO paths). Modelled on
 // QUIC's recovery (RFC 9002 §5-6) and TCP's RACK-TLP (RFC 8985); the channel
 // (channel_send.cpp) feeds it samples and asks it for deadlines, and nothing
 // here calls back into the channel.
@@ -14,8 +15,6 @@
 // PTO (RFC 9002 §6.2): base = srtt + max(4 rttvar, granularity) + the peer's
 // max ACK delay, doubled per consecutive expiry without progress, capped at
 // max_pto. Before any sample srtt = initial_rtt, rttvar = initial_rtt / 2.
-// Time threshold (RFC 9002 §6.1.2): a frame sent at least
-// 9/8 max(srtt, latest) before an acknowledged one on the same path is lost.
 // Re-admission probes of a failed path: probe_initial, doubled per
 // unanswered probe, capped at probe_max.
 #pragma once
@@ -125,12 +124,6 @@ constexpr Micros pto(const RttEstimator& rtt, const Params& p, Micros peer_max_a
 // Wait before re-admission probe number `attempts` (0-based) of a failed path.
 constexpr Micros probe_interval(const Params& p, unsigned attempts) noexcept {
     return doubled(p.probe_initial, attempts, p.probe_max);
-}
-
-// RFC 9002's time threshold: 9/8 of max(srtt, latest), at least the granularity.
-constexpr Micros loss_delay(const RttEstimator& rtt, const Params& p) noexcept {
-    const Micros base = std::max(rtt.srtt(p), rtt.latest());
-    return std::max(add_saturating(base, base / 8), p.granularity);
 }
 
 }  // namespace pml::dr::core::recovery
