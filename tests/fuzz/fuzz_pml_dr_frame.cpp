@@ -155,7 +155,7 @@ FrameType type_of_alternative(const Header& h) {
     if (const auto* p = std::get_if<ProbeHdr>(&h))
         return p->reply ? FrameType::ProbeAck : FrameType::Probe;
     constexpr std::array<FrameType, std::variant_size_v<Header>> kTypes = {
-        FrameType::Match, FrameType::Rndv, FrameType::Cts, FrameType::Frag,  FrameType::Ack,
+        FrameType::Match,  FrameType::Rndv, FrameType::Cts, FrameType::Frag, FrameType::Ack,
         FrameType::Credit, FrameType::Nack, FrameType::Put, FrameType::Probe};
     return kTypes[h.index()];
 }

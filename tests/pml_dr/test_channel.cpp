@@ -415,10 +415,9 @@ TEST(ChannelBackoff, LinearTable) {
 
 // PROBEs sent on `path` (not answers).
 std::size_t probes_on(const Rec& out, PathId path) {
-    return static_cast<std::size_t>(std::count_if(out.probes.begin(), out.probes.end(),
-                                                  [path](const Rec::Probe& pr) {
-                                                      return pr.path == path && !pr.reply;
-                                                  }));
+    return static_cast<std::size_t>(
+        std::count_if(out.probes.begin(), out.probes.end(),
+                      [path](const Rec::Probe& pr) { return pr.path == path && !pr.reply; }));
 }
 
 TEST(ChannelRecovery, PtoProbesOnThePathThenElsewhereThenFailsItWhenThePeerAnswersThere) {

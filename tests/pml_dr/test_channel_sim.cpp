@@ -333,8 +333,8 @@ void Node::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
 }
 
 void Node::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
-    w.net.send(sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path),
-                          encode_probe(id, reply)});
+    w.net.send(
+        sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path), encode_probe(id, reply)});
 }
 
 void Node::peer_dead(PeerId peer) {

@@ -97,7 +97,7 @@ struct Node {
     std::unique_ptr<ReliableChannel> ch;
     std::map<FrameToken, std::vector<std::uint8_t>> store;  // frames kept until acked
     std::vector<std::deque<FrameToken>> backlog;            // per peer, window full
-    std::set<PeerId> pumping;  // peers inside pump()
+    std::set<PeerId> pumping;                               // peers inside pump()
     // The MATCH being fed to the engine: the oracle is asked only if the gate admits it.
     std::optional<std::pair<int, MatchHdr>> arriving;
     std::optional<std::vector<Oracle::Event>> want;

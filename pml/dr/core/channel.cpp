@@ -63,11 +63,9 @@ bool transition_allowed(PathState from, PathState to) noexcept {
         case PathState::Alive:
             // Standby (also from Suspect): a promoted standby path once a
             // better one is back.
-            return to == PathState::Suspect || to == PathState::Failed ||
-                   to == PathState::Standby;
+            return to == PathState::Suspect || to == PathState::Failed || to == PathState::Standby;
         case PathState::Suspect:
-            return to == PathState::Alive || to == PathState::Failed ||
-                   to == PathState::Standby;
+            return to == PathState::Alive || to == PathState::Failed || to == PathState::Standby;
         case PathState::Failed:
             return to == PathState::Alive || to == PathState::Standby;  // re-added by the glue
         case PathState::Standby:

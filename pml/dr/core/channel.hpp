@@ -231,8 +231,8 @@ struct ChannelParams {
     // consecutive expiries a path survives while the peer answers elsewhere.
     Micros ack_timeout = 1 * plugin::common::kSeconds;
     unsigned ack_retries = 3;
-    Micros initial_rtt = 10 * plugin::common::kMillis;  // before the first sample
-    Micros granularity = 200;                           // floor of the PTO's variance term
+    Micros initial_rtt = 10 * plugin::common::kMillis;      // before the first sample
+    Micros granularity = 200;                               // floor of the PTO's variance term
     Micros probe_interval = 100 * plugin::common::kMillis;  // first re-admission probe
     Micros probe_max = 1 * plugin::common::kSeconds;        // longest between them
     Micros watchdog_timeout = 5 * plugin::common::kSeconds;
@@ -263,7 +263,7 @@ struct PathCounters {
     std::uint64_t probes_sent = 0;       // PROBE frames (idle Suspect or Failed path)
     std::uint64_t paths_readmitted = 0;  // Failed -> Alive on an answered PROBE
     std::uint64_t rtt_samples = 0;
-    Micros srtt = 0;      // the estimator's current values (0: no sample yet)
+    Micros srtt = 0;  // the estimator's current values (0: no sample yet)
     Micros rttvar = 0;
     Micros min_rtt = 0;
     std::uint64_t watchdog_timeouts = 0;
@@ -301,7 +301,7 @@ struct PeerCounters {
     std::uint64_t probe_retransmits = 0;  // PTO probe copies sent on another path
     std::uint64_t probes_sent = 0;        // PROBE frames
     std::uint64_t paths_readmitted = 0;
-    std::uint64_t stale_probes = 0;       // PROBE_ACKs answering no probe of ours
+    std::uint64_t stale_probes = 0;        // PROBE_ACKs answering no probe of ours
     std::uint64_t standby_promotions = 0;  // standby paths made Alive: no other path was left
     // receiver
     std::uint64_t frames_delivered = 0;

@@ -49,20 +49,20 @@ struct TxFrame {
 struct PathSlot {
     PathId id = 0;
     PathState state = PathState::Alive;
-    bool standby = false;     // added as a standby path (promoted ones go back)
-    unsigned pto_count = 0;   // consecutive PTO (or probe) expiries without progress
-    unsigned wd_retries = 0;  // watchdog expiries since the last completion
-    Micros ack_deadline = kNever;    // the PTO timer: armed while frames are outstanding
-    Micros wd_deadline = kNever;     // the watchdog: armed while completions are owed
-    Micros probe_deadline = kNever;  // PROBE timer: Suspect and idle, or Failed
+    bool standby = false;             // added as a standby path (promoted ones go back)
+    unsigned pto_count = 0;           // consecutive PTO (or probe) expiries without progress
+    unsigned wd_retries = 0;          // watchdog expiries since the last completion
+    Micros ack_deadline = kNever;     // the PTO timer: armed while frames are outstanding
+    Micros wd_deadline = kNever;      // the watchdog: armed while completions are owed
+    Micros probe_deadline = kNever;   // PROBE timer: Suspect and idle, or Failed
     std::uint32_t outstanding = 0;    // unacked frames whose ACK this path's timer covers
     std::uint32_t local_pending = 0;  // transmissions awaiting local completion
-    Micros last_heard = 0;  // last ack progress for frames sent on it, or arrival over it
-    Micros last_probe = 0;  // when the latest PTO probe or PROBE went out on it
-    std::uint32_t probe_id = 0;    // the PROBE awaiting its answer (0: none)
-    Micros probe_sent = 0;         // when it went out
-    std::uint64_t probe_order = 0;  // the peer's tx counter then: frames up to it went before
-    unsigned probe_attempts = 0;   // unanswered re-admission probes since the path failed
+    Micros last_heard = 0;            // last ack progress for frames sent on it, or arrival over it
+    Micros last_probe = 0;            // when the latest PTO probe or PROBE went out on it
+    std::uint32_t probe_id = 0;       // the PROBE awaiting its answer (0: none)
+    Micros probe_sent = 0;            // when it went out
+    std::uint64_t probe_order = 0;    // the peer's tx counter then: frames up to it went before
+    unsigned probe_attempts = 0;      // unanswered re-admission probes since the path failed
     recovery::RttEstimator rtt;
     PathCounters counters;
 };
@@ -94,9 +94,9 @@ struct ReliableChannel::Peer {
     Micros carried_at = 0;   // when `carried` arrived: the time its progress counts from
     bool batch_due = false;  // listed in batch_due_ (settle_every carried, not settled)
     std::uint64_t tx_counter = 0;
-    std::uint32_t unacked = 0;     // InFlight frames
-    std::uint32_t unreleased = 0;  // InFlight + Acked frames
-    Micros last_progress = 0;      // last ack progress, or when unacked left 0
+    std::uint32_t unacked = 0;      // InFlight frames
+    std::uint32_t unreleased = 0;   // InFlight + Acked frames
+    Micros last_progress = 0;       // last ack progress, or when unacked left 0
     Micros peer_max_ack_delay = 0;  // the peer's bound on holding an ACK (its ACK frames say)
     std::uint32_t probe_ids = 0;    // PROBE ids issued to this peer
     // Probing of Suspect and Failed paths waits for traffic: nothing was

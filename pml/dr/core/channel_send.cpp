@@ -147,7 +147,8 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
         // after its resend was answered for an earlier transmission
         // (RFC 8985 §6.1): its latest transmission order would declare
         // lost frames that are merely behind it.
-        const bool ambiguous = f.tx_count > 1 && scan.now - f.last_tx < p.paths[f.path].rtt.min_rtt();
+        const bool ambiguous =
+            f.tx_count > 1 && scan.now - f.last_tx < p.paths[f.path].rtt.min_rtt();
         if (!f.mixed && !ambiguous) {
             const std::uint32_t bit = slot_bit(f.path);
             if ((scan.progressed & bit) == 0) {
@@ -645,11 +646,10 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
     pa.last_heard = now;
     if (pa.state == PathState::Failed) {
         // A standby path comes back as one while a better path works.
-        const bool better = pa.standby && std::any_of(p->paths.begin(), p->paths.end(),
-                                                      [](const PathSlot& o) {
-                                                          return !o.standby &&
-                                                                 carries_traffic(o.state);
-                                                      });
+        const bool better =
+            pa.standby && std::any_of(p->paths.begin(), p->paths.end(), [](const PathSlot& o) {
+                return !o.standby && carries_traffic(o.state);
+            });
         Ops::set_state(*this, *p, pa, better ? PathState::Standby : PathState::Alive,
                        "probe answered: re-admitted");
         pa.probe_attempts = 0;

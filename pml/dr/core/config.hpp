@@ -23,7 +23,7 @@ struct RawParams {
     unsigned watchdog_retries = 0;
     unsigned ack_timeout_ms = 0;
     unsigned ack_retries = 0;
-    unsigned ack_delay_us = 0;  // longest an arrival waits for its (coalesced) ACK
+    unsigned ack_delay_us = 0;       // longest an arrival waits for its (coalesced) ACK
     unsigned probe_interval_ms = 0;  // first re-admission probe of a failed path
     unsigned probe_max_ms = 0;       // longest wait between them
     unsigned peer_dead_timeout_ms = 0;

@@ -842,7 +842,7 @@ void reliability_drain(ompi_proc_t** procs, std::size_t nprocs) noexcept {
     // to it (tcp uses writev) would kill this process with SIGPIPE instead
     // of getting EPIPE. Nothing is left to lose by ignoring it this late,
     // unless the application handles it itself.
-    if (struct sigaction sa {}; sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL)
+    if (struct sigaction sa{}; sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL)
         std::signal(SIGPIPE, SIG_IGN);
     std::vector<PeerId> peers;
     for (std::size_t i = 0; i < nprocs; ++i)
