@@ -143,19 +143,29 @@ def test_a_standby_path_carries_nothing_while_the_bml_path_works(mpi):
     assert re.search(r"\] path .* over vader: sent=\d{3,}", text), result
 
 
-# RPUT: with one path (tcp) and checksums off, the receiver of a long message
-# asks the sender to write the rest straight into its buffer with BTL puts.
+# RPUT: with one path (tcp), the receiver of a long message asks the sender
+# to write the rest straight into its buffer with BTL puts; with checksums
+# (tcp's default) the put data is checked against the sender's CRC.
 RPUT = {"btl": "self,tcp", "pml_dr_csum": "never", "pml_dr_stats": 1}
+RPUT_DEFAULTS = {"btl": "self,tcp", "pml_dr_stats": 1}
 
 
 @pytest.mark.mpi_timeout(180)
-def test_long_messages_are_put_over_a_single_tcp_path(mpi):
-    """Every byte checked; every long message went by puts, none fell back."""
-    result = mpi.run("rail_transfer", np=3, mca=dr(**RPUT), args=[30, 4 << 20])
+@pytest.mark.parametrize("csum", ["defaults", "never"])
+def test_long_messages_are_put_over_a_single_tcp_path(mpi, csum):
+    """Every byte checked; every long message went by puts, none fell back;
+    at defaults (checksums on) every put's data was verified."""
+    mca = dr(**(RPUT if csum == "never" else RPUT_DEFAULTS))
+    result = mpi.run("rail_transfer", np=3, mca=mca, args=[30, 4 << 20])
     c = expect_ok(result, "RAIL_TRANSFER OK")
     assert c.get("rput_sends", 0) > 0, c
     assert c["rput_sends"] == c.get("rput_requests"), c
     assert c.get("rput_fallbacks", 0) == 0, c
+    assert c.get("rput_csum_errors", 0) == 0 and c.get("rput_resent", 0) == 0, c
+    if csum == "never":
+        assert c.get("rput_verified", 0) == 0, c
+    else:
+        assert c.get("rput_verified", 0) == c["rput_requests"], c
 
 
 @pytest.mark.mpi_timeout(180)
@@ -230,7 +240,7 @@ def test_resends_of_completed_sends_come_from_the_kept_copy(mpi, csum):
 @pytest.mark.mpi_timeout(240)
 def test_puts_survive_lost_and_duplicated_frames(mpi):
     """The PUT and PUT-done frames are lost and duplicated like any other
-    (corruption is left out: it turns checksums, and so puts, off)."""
+    (checksums off: the data is not checked, only the frames' fate counts)."""
     mca = dr(**dict(FAULTS, **RPUT, pml_dr_fault_corrupt=0.0, pml_dr_fault_drop=0.1))
     c = expect_ok(mpi.run("rail_transfer", np=2, mca=mca, args=[40, 2 << 20]), "RAIL_TRANSFER OK")
     assert c.get("injected_drops", 0) > 0 and c.get("injected_duplicates", 0) > 0, c
@@ -238,16 +248,25 @@ def test_puts_survive_lost_and_duplicated_frames(mpi):
     assert c.get("rput_sends", 0) > 0 and c.get("rput_fallbacks", 0) == 0, c
 
 
+@pytest.mark.mpi_timeout(240)
+def test_damaged_put_data_is_caught_and_sent_again(mpi):
+    """Checksums on (tcp's default): pml_dr_fault_corrupt flips a bit in put
+    data where it landed (as well as in frames). The receiver's check of the
+    sender's CRC catches every flip, the bytes come again as FRAGs, and
+    every message arrives byte-exact; frames are also lost and duplicated."""
+    mca = dr(**dict(FAULTS, **RPUT_DEFAULTS, pml_dr_fault_corrupt=0.2, pml_dr_fault_drop=0.05))
+    c = expect_ok(mpi.run("rail_transfer", np=2, mca=mca, args=[40, 2 << 20]), "RAIL_TRANSFER OK")
+    assert c.get("rput_sends", 0) > 0 and c.get("rput_verified", 0) > 0, c
+    assert c.get("rput_injected", 0) > 0, c
+    assert c["rput_csum_errors"] == c["rput_injected"], c
+    assert c.get("rput_resent", 0) == c["rput_csum_errors"], c
+
+
 @pytest.mark.mpi_timeout(120)
-@pytest.mark.parametrize("case", ["checksums wanted", "two paths"])
-def test_no_puts_where_data_could_go_unnoticed(mpi, case):
-    """Put data is not covered by our CRC, and only one path orders it ahead
-    of the PUT-done frame: with tcp's checksums (auto) or a second path the
-    long messages go as FRAGs."""
-    if case == "checksums wanted":
-        mca = dr("self,tcp", pml_dr_stats=1)
-    else:
-        mca = dr(**TWO_PATHS, pml_dr_csum="never", pml_dr_stats=1)
+def test_no_puts_over_two_paths(mpi):
+    """Only one path orders put data ahead of the PUT-done frame: with a
+    second path the long messages go as FRAGs."""
+    mca = dr(**TWO_PATHS, pml_dr_csum="never", pml_dr_stats=1)
     c = expect_ok(mpi.run("rail_transfer", np=2, mca=mca, args=[10, 4 << 20]), "RAIL_TRANSFER OK")
     assert c.get("rput_requests", 0) == 0, c
 

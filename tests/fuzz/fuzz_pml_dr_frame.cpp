@@ -187,8 +187,10 @@ void check_promises(const pml::dr::core::Decoded& d, std::span<const std::uint8_
                 "RNDV-only flag accepted on another type");
     std::uint32_t pcrc = 0;
     const bool has_crc = payload_crc_of(d, pcrc);
-    fuzz::check(has_crc == (carries_payload(c.type) && (c.flags & kFlagPayloadCsum) != 0),
-                "payload_crc_of disagrees with the csum flag");
+    const bool put_done = (c.flags & kFlagPutDone) != 0;
+    fuzz::check(
+        has_crc == (carries_payload(c.type) && (c.flags & kFlagPayloadCsum) != 0 && !put_done),
+        "payload_crc_of disagrees with the csum flag");
     if (const auto* m = std::get_if<MatchHdr>(&d.header)) {
         fuzz::check(m->match.payload_len == payload_total, "MATCH payload_len != bytes present");
         fuzz::check(has_crc || m->match.payload_crc == 0, "MATCH payload_crc without csum flag");
@@ -203,9 +205,10 @@ void check_promises(const pml::dr::core::Decoded& d, std::span<const std::uint8_
         }
     } else if (const auto* f = std::get_if<FragHdr>(&d.header)) {
         fuzz::check(f->payload_len == payload_total, "FRAG payload_len != bytes present");
-        fuzz::check(has_crc || f->payload_crc == 0, "FRAG payload_crc without csum flag");
-        fuzz::check((c.flags & kFlagPutDone) == 0 || (payload_total == 0 && !has_crc),
-                    "PUT-done FRAG with a payload or checksum");
+        fuzz::check((c.flags & kFlagPayloadCsum) != 0 || f->payload_crc == 0,
+                    "FRAG payload_crc without csum flag");
+        fuzz::check(!put_done || (payload_total == 0 && !has_crc),
+                    "PUT-done FRAG with a payload, or its data CRC taken for a payload CRC");
     } else {
         fuzz::check(payload_total == 0, "a frame type without payload carries one");
         if (const auto* t = std::get_if<CtsHdr>(&d.header))

@@ -309,6 +309,10 @@ void pml_seeds(std::vector<SeedFile>& out) {
     seed("frag_put_done", kStampBoth, 0,
          pml::FragHdr{common(pml::kFlagPutDone | pml::kFlagAckNow, 5), 0xF00D, 1u << 20, 0, 0},
          Bytes{});
+    seed("frag_put_done_csum", kStampBoth, 0,
+         pml::FragHdr{common(pml::kFlagPutDone | pml::kFlagAckNow | pml::kFlagPayloadCsum, 5),
+                      0xF00D, 1u << 20, 0, 0x1234'5678u},
+         Bytes{});
 }
 
 // ------------------------------------------------------------ pmix dr

@@ -58,11 +58,14 @@ struct Sink : EngineSink {
     }
     std::vector<std::pair<Handle, PutHdr>> puts;
     std::vector<std::pair<Handle, std::uint64_t>> puts_done;  // (recv, path)
+    std::vector<std::optional<std::uint32_t>> puts_done_crc;
     void on_put(Handle send, PeerId, const PutHdr& put, std::uint64_t) override {
         puts.emplace_back(send, put);
     }
-    void on_put_done(Handle recv, PeerId, std::uint64_t path) override {
+    void on_put_done(Handle recv, PeerId, std::uint64_t path,
+                     std::optional<std::uint32_t> data_crc) override {
         puts_done.emplace_back(recv, path);
+        puts_done_crc.push_back(data_crc);
     }
     [[nodiscard]] std::size_t calls() const {
         return matches.size() + unexpected.size() + ctss.size() + frags.size() + credits.size() +
@@ -416,7 +419,14 @@ TEST_F(EngineTest, PutAndPutDoneDispatchToTheirHandles) {
     expect_accepted(frame_of(done), 7);
     ASSERT_EQ(sink.puts_done.size(), 1u);
     EXPECT_EQ(sink.puts_done[0], (std::pair<Handle, std::uint64_t>{0x3333, 7}));
+    EXPECT_FALSE(sink.puts_done_crc[0].has_value());
     EXPECT_TRUE(sink.frags.empty()) << "a PUT-done is not data";
+    // With the checksum flag, payload_crc is the CRC of the bytes put.
+    done.common.flags = kFlagPutDone | kFlagPayloadCsum;
+    done.payload_crc = 0xCAFEF00Du;
+    expect_accepted(frame_of(done), 7);
+    ASSERT_EQ(sink.puts_done_crc.size(), 2u);
+    EXPECT_EQ(sink.puts_done_crc[1], std::optional<std::uint32_t>(0xCAFEF00Du));
 }
 
 TEST_F(EngineTest, AckFromKnownPeerIsNotADrop) {

@@ -352,7 +352,10 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
                 logf(log_, LogLevel::Debug, "dropped PUT-done short of the accepted length");
                 return;
             }
-            sink.on_put_done(e->handle, peer, path);
+            sink.on_put_done(e->handle, peer, path,
+                             (c.flags & kFlagPayloadCsum) != 0
+                                 ? std::optional<std::uint32_t>(f->payload_crc)
+                                 : std::nullopt);
             return;
         }
         if (f->offset > e->want_len || payload.size() > e->want_len - f->offset) {

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -53,7 +54,9 @@ class EngineSink : public MatchSink {
     }
     // The sender says its puts for receive `recv` are complete (a FRAG with
     // kFlagPutDone at offset == the receive's accepted length, on `path`).
-    virtual void on_put_done(Handle /*recv*/, PeerId /*peer*/, std::uint64_t /*path*/) {}
+    // `data_crc`: the CRC32C of the bytes it put, when it sent one.
+    virtual void on_put_done(Handle /*recv*/, PeerId /*peer*/, std::uint64_t /*path*/,
+                             std::optional<std::uint32_t> /*data_crc*/) {}
 };
 
 // The reliability layer's hook into the receive path: every frame that

@@ -461,8 +461,8 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             h.payload_len = r.u32();
             h.payload_crc = r.u32();
             if (check_payload_len(h.payload_len, h.payload_crc) && (c.flags & kFlagPutDone) != 0 &&
-                (payload != 0 || (c.flags & kFlagPayloadCsum) != 0))
-                reject(Error(ErrorCode::BadField, "PUT-done FRAG with a payload or checksum"));
+                payload != 0)
+                reject(Error(ErrorCode::BadField, "PUT-done FRAG with a payload"));
             d.header = h;
             break;
         }
@@ -558,10 +558,11 @@ bool payload_crc_of(const Decoded& d, std::uint32_t& crc) noexcept {
         crc = m->match.payload_crc;
     else if (const auto* rv = std::get_if<RndvHdr>(&d.header))
         crc = rv->match.payload_crc;
-    else if (const auto* f = std::get_if<FragHdr>(&d.header))
+    else if (const auto* f = std::get_if<FragHdr>(&d.header);
+             f != nullptr && (f->common.flags & kFlagPutDone) == 0)
         crc = f->payload_crc;
     else
-        return false;
+        return false;  // a PUT-done's payload_crc covers the bytes put, not its payload
     return true;
 }
 

@@ -1,4 +1,4 @@
-// pml dr wire format, version 3.
+// pml dr wire format, version 4.
 //
 // Every frame the PML hands to a BTL starts with the common header, then a
 // type-specific header, then (MATCH, RNDV, FRAG) payload bytes. All integers
@@ -65,7 +65,11 @@
 //   [offset, want_len) of the message with BTL puts at remote_addr + offset
 //   (its contiguous buffer; only BTLs that need no registration, so nothing
 //   else is needed), then to send a FRAG with kFlagPutDone and no payload at
-//   offset == want_len. A sender that cannot put treats it as a CTS. +40:
+//   offset == want_len. With kFlagPayloadCsum that FRAG's payload_crc is the
+//   CRC32C of the bytes put, [offset, want_len) of the message: the receiver
+//   checks them in its buffer and answers with a CTS, offset == want_len when
+//   they are right (the send completes on it), else offset where the bytes
+//   must come again as FRAGs. A sender that cannot put treats it as a CTS. +40:
 //   | send_req (u64) | recv_req (u64) | offset (u64) | want_len (u64) |
 //   | remote_addr (u64, not zero) |
 // PROBE / PROBE_ACK: is this path alive both ways? The receiver of a PROBE
@@ -83,7 +87,7 @@
 
 namespace pml::dr::core {
 
-inline constexpr std::uint8_t kWireVersion = 3;
+inline constexpr std::uint8_t kWireVersion = 4;
 
 enum class FrameType : std::uint8_t {
     Match = 1,
@@ -267,7 +271,8 @@ Result<void> decode_into(std::span<const std::uint8_t> frame, Decoded& out) noex
 bool decode_match(std::span<const std::uint8_t> frame, MatchHdr& out) noexcept;
 
 // The payload CRC a decoded frame declares (false: none), for callers that
-// verify the payload apart from the header (decode_into checks both).
+// verify the payload apart from the header (decode_into checks both). A
+// PUT-done FRAG has no payload to check: its payload_crc is the put data's.
 bool payload_crc_of(const Decoded& d, std::uint32_t& crc) noexcept;
 
 // The common header of any decoded header.

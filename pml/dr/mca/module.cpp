@@ -28,8 +28,9 @@ class Sink final : public core::EngineSink {
                 std::uint64_t path) override {
         handle_put(from_handle<SendRequest>(send), put, path);
     }
-    void on_put_done(core::Handle recv, core::PeerId, std::uint64_t) override {
-        rput_done(from_handle<RecvRequest>(recv));
+    void on_put_done(core::Handle recv, core::PeerId, std::uint64_t,
+                     std::optional<std::uint32_t> data_crc) override {
+        rput_done(from_handle<RecvRequest>(recv), data_crc);
     }
     void on_frag(core::Handle recv, core::PeerId, std::uint64_t offset,
                  std::span<const std::uint8_t> payload) override {

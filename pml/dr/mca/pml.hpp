@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "config.hpp"
@@ -82,6 +83,11 @@ struct SendRequest {
     std::uint64_t put_from;
     std::uint64_t put_next;
     std::uint64_t put_remote;
+    // RPUT with checksums: the CRC32C of the bytes put goes in the PUT-done,
+    // and the send waits for the receiver's verdict (a CTS) before it completes.
+    bool put_verify;
+    bool put_verdict_wait;
+    std::uint32_t put_crc;
     // The communicator's context id and our rank in it, taken when the send
     // starts: a request the application freed before its peer acknowledged
     // everything lets go of its communicator (release_send_comm), which
@@ -106,8 +112,9 @@ struct RecvRequest {
     void* remote_handle;
     mca_btl_base_registration_handle_t* local_handle;
     mca_bml_base_btl_t* rdma_btl;
-    bool put_wait;         // RPUT: the sender writes our buffer; a PUT-done frame ends it
-    bool matched_at_post;  // matched an unexpected message while being posted
+    bool put_wait;           // RPUT: the sender writes our buffer; a PUT-done frame ends it
+    std::uint64_t put_from;  // RPUT: where the puts start (the RNDV carried what is before)
+    bool matched_at_post;    // matched an unexpected message while being posted
 };
 
 // A retry of work that ran out of BTL resources. `retry` returns true when
@@ -229,6 +236,8 @@ void fail_send(SendRequest* r) noexcept;
 void check_send_done(SendRequest* r) noexcept;
 // The FRAG with kFlagPutDone that ends an RPUT, on r->rdma_btl (rput.cpp).
 int send_put_done_frame(SendRequest* r) noexcept;
+// Sends [bytes_scheduled, bytes_target) as FRAGs (the receiver refused put data).
+void resend_as_frags(SendRequest* r) noexcept;
 int isend(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
           mca_pml_base_send_mode_t mode, ompi_communicator_t* comm, ompi_request_t** req) noexcept;
 int send(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int tag,
@@ -261,8 +270,13 @@ void send_cts(RecvRequest* r, std::uint64_t send_req, std::uint64_t offset) noex
 // Receiver: asks for [offset, bytes_expected) by puts instead of a CTS;
 // false: not possible here, send a CTS.
 bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t offset) noexcept;
-// Receiver: the sender's puts are complete.
-void rput_done(RecvRequest* r) noexcept;
+// Receiver: the sender's puts are complete; `data_crc`, when the sender
+// sent one, is checked against the bytes in our buffer.
+void rput_done(RecvRequest* r, std::optional<std::uint32_t> data_crc) noexcept;
+// Sender: a CTS arrived while the send waits for the receiver's verdict on
+// its put data: completes the send, or resends the bytes the CTS names as
+// FRAGs. False: the send was not waiting for a verdict.
+bool rput_verdict(SendRequest* r, const core::CtsHdr& cts) noexcept;
 // Sender: whether a message longer than an RNDV frame will likely go by
 // puts on `bb` (as far as the sender can tell: the receiver decides), so its
 // RNDV should carry no data, which the receiver would copy out of the BTL's
@@ -271,10 +285,14 @@ bool rput_expected(const SendRequest* r, const mca_bml_base_btl_t* bb) noexcept;
 // Sender: a PUT arrived on `path` (falls back to FRAGs when it cannot put).
 void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noexcept;
 struct RputStats {
-    std::uint64_t requests = 0;   // receives that asked their sender to put
-    std::uint64_t sends = 0;      // sends whose data went by puts
-    std::uint64_t bytes = 0;      // bytes those puts wrote
-    std::uint64_t fallbacks = 0;  // sends whose puts failed: FRAGs instead
+    std::uint64_t requests = 0;     // receives that asked their sender to put
+    std::uint64_t sends = 0;        // sends whose data went by puts
+    std::uint64_t bytes = 0;        // bytes those puts wrote
+    std::uint64_t fallbacks = 0;    // sends whose puts failed: FRAGs instead
+    std::uint64_t verified = 0;     // receives whose put data matched the sender's CRC
+    std::uint64_t csum_errors = 0;  // ... did not (the bytes came again as FRAGs)
+    std::uint64_t resent = 0;       // sends that resent put data the receiver refused
+    std::uint64_t injected = 0;     // put data corrupted on purpose (pml_dr_fault_corrupt)
 };
 RputStats rput_stats() noexcept;
 

@@ -162,6 +162,9 @@ void reset_send_state(SendRequest* r) noexcept {
     r->puts_outstanding = 0;
     r->put_started = false;
     r->put_failed = false;
+    r->put_verify = false;
+    r->put_verdict_wait = false;
+    r->put_crc = 0;
     r->put_from = 0;
     r->put_next = 0;
     r->put_remote = 0;
@@ -191,6 +194,7 @@ void reset_recv_state(RecvRequest* r) noexcept {
     r->local_handle = nullptr;
     r->rdma_btl = nullptr;
     r->put_wait = false;
+    r->put_from = 0;
     r->matched_at_post = false;
 }
 

@@ -5,10 +5,18 @@
 // goes from the socket to its place (one copy less than FRAGs, which the
 // receiver copies out of the BTL's buffer).
 //
+// With checksums (pml_dr_csum; on by default over tcp) the put data is
+// covered too: the sender computes the CRC32C of the bytes it puts (one read
+// of its buffer while the BTL still writes) and sends it in the PUT-done;
+// the receiver computes it over the bytes where they landed and answers with
+// a CTS: offset == want_len, they are right (the send completes on it); or
+// offset == where the puts started, they are not (counted as a checksum
+// error), and the sender sends them again as FRAGs, each with its own CRC.
+// No byte reaches the application before its CRC matched.
+//
 // Used only where it cannot lose data without anyone noticing:
 //   - the BTL needs no memory registration (the PUT carries an address
-//     only) and payload checksums are not wanted on it (put data is not
-//     covered by our CRC), as for RGET;
+//     only);
 //   - the peer has exactly one live path at both ends. Puts complete
 //     locally, so only their order on that one connection ahead of the
 //     PUT-done frame says the data is there; a PUT-done re-driven over
@@ -18,6 +26,8 @@
 // sends FRAGs, which the receiver takes as usual.
 #include <algorithm>
 
+#include "crc32c.hpp"
+#include "fault.hpp"
 #include "pml.hpp"
 #include "reliability.hpp"
 
@@ -26,13 +36,21 @@ namespace {
 
 RputStats g_stats;
 
+// Put data flipped on arrival (pml_dr_fault_corrupt), to test the check;
+// made on first use, from the configuration.
+plugin::common::FaultInjector& data_faults() noexcept {
+    static plugin::common::FaultInjector f(0.0, state().config.fault_corrupt, 0.0,
+                                           state().config.fault_seed ^ 0x5055'5444u);
+    return f;
+}
+
 // Puts go in pieces of at most this (a few callbacks per message, and the
 // BTL can interleave other traffic between them).
 constexpr std::uint64_t kPutPiece = std::uint64_t{1} << 20;
 
 bool put_capable(const mca_btl_base_module_t* btl) noexcept {
     return (btl->btl_flags & MCA_BTL_FLAGS_PUT) != 0 && btl->btl_put != nullptr &&
-           btl->btl_register_mem == nullptr && !csum_wanted(btl);
+           btl->btl_register_mem == nullptr;
 }
 
 // What both ends require of puts to or from this side's buffer (the
@@ -52,6 +70,7 @@ bool send_put_done(SendRequest* r) noexcept {
         r->failed = true;  // the path is gone; the peer is (or will be) dead
     r->bytes_scheduled = r->bytes_target;
     r->cts_received = true;
+    r->put_verdict_wait = r->put_verify && !r->failed;
     check_send_done(r);
     return true;
 }
@@ -109,6 +128,11 @@ bool issue_puts(SendRequest* r) noexcept {
         }
         r->put_next += len;
     }
+    // Every put is issued: checksum the data while the BTL still writes it.
+    if (r->put_verify && !r->put_failed && !r->failed && r->put_next >= r->bytes_target)
+        r->put_crc =
+            plugin::common::crc32c(static_cast<const char*>(base) + r->put_from,
+                                   static_cast<std::size_t>(r->bytes_target - r->put_from));
     if (--r->puts_outstanding == 0)  // the issuing hold
         puts_finished(r);
     return true;
@@ -137,6 +161,7 @@ void handle_put(SendRequest* r, const core::PutHdr& put, std::uint64_t path) noe
     r->put_from = std::min(put.offset, r->bytes_target);
     r->put_next = r->put_from;
     r->put_remote = put.remote_addr;
+    r->put_verify = csum_wanted(btl);
     ++r->puts_outstanding;  // the issuing hold (issue_puts)
     if (!issue_puts(r))
         defer(r, [r] { return issue_puts(r); });
@@ -164,6 +189,8 @@ bool rput_request(RecvRequest* r, const core::MessageInfo& info, std::uint64_t o
     if (!core::encode(h, buf))
         return false;
     r->put_wait = true;
+    r->put_from = offset;
+    r->send_req = info.send_req;
     ++g_stats.requests;
     send_control(r->peer, buf);
     return true;
@@ -173,10 +200,47 @@ RputStats rput_stats() noexcept {
     return g_stats;
 }
 
-void rput_done(RecvRequest* r) noexcept {
+bool rput_verdict(SendRequest* r, const core::CtsHdr& cts) noexcept {
+    if (!r->put_verdict_wait)
+        return false;
+    r->put_verdict_wait = false;
+    if (cts.offset < r->bytes_target) {
+        // The receiver found the data damaged: FRAGs from where it says.
+        ++g_stats.resent;
+        r->rdma_btl = nullptr;
+        r->bytes_scheduled = std::max(cts.offset, r->put_from);
+        resend_as_frags(r);
+    }
+    check_send_done(r);
+    return true;
+}
+
+void rput_done(RecvRequest* r, std::optional<std::uint32_t> data_crc) noexcept {
     if (!r->put_wait || r->base.req_base.req_pml_complete)
         return;
     r->put_wait = false;
+    if (data_crc.has_value()) {
+        auto* base = static_cast<std::uint8_t*>(buffer_start(&r->base.req_base.req_convertor));
+        const auto len = static_cast<std::size_t>(r->bytes_expected - r->put_from);
+        std::uint8_t* data = base + r->put_from;
+        if (data_faults().enabled()) {
+            const plugin::common::FaultPlan plan = data_faults().next(len);
+            if (plan.corrupt) {
+                data[plan.byte] ^= plan.mask;
+                ++g_stats.injected;
+            }
+        }
+        if (plugin::common::crc32c(data, len) != *data_crc) {
+            ++g_stats.csum_errors;
+            plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
+                                 "put data from peer %u failed its checksum: asked again", r->peer);
+            r->bytes_received = r->put_from;
+            send_cts(r, r->send_req, r->put_from);
+            return;
+        }
+        ++g_stats.verified;
+        send_cts(r, r->send_req, r->bytes_expected);
+    }
     r->bytes_received = r->bytes_expected;
     recv_complete(r, OMPI_SUCCESS);
 }

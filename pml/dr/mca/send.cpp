@@ -16,6 +16,8 @@ void check_send_done(SendRequest* r) noexcept {
         send_pml_complete(r);
         return;
     }
+    if (r->put_verdict_wait)
+        return;  // the receiver may still ask for the put data again
     if (!r->rndv || (r->cts_received && r->bytes_scheduled >= r->bytes_target))
         send_pml_complete(r);
 }
@@ -305,6 +307,10 @@ void frame_released(SendRequest* r, bool acked) noexcept {
     check_send_done(r);
 }
 
+void resend_as_frags(SendRequest* r) noexcept {
+    schedule_frags(r);
+}
+
 void fail_send(SendRequest* r) noexcept {
     r->failed = true;
     if (!r->scheduling)
@@ -314,15 +320,21 @@ void fail_send(SendRequest* r) noexcept {
 int send_put_done_frame(SendRequest* r) noexcept {
     std::size_t len = 0;
     FrameOpts opts;
-    opts.ack_now = true;  // the send completes on its ACK
+    // Without a CRC the send completes on this frame's ACK; with one, on the
+    // receiver's verdict, a CTS that acknowledges this frame too.
+    opts.ack_now = !r->put_verify;
     const std::uint64_t recv_id = r->peer_recv_id;
     const std::uint64_t end = r->bytes_target;
+    const auto flags = static_cast<std::uint16_t>(
+        core::kFlagPutDone | (r->put_verify ? std::uint16_t{core::kFlagPayloadCsum} : 0));
+    const std::uint32_t crc = r->put_verify ? r->put_crc : 0;
     return send_data_frame(r, r->rdma_btl, core::kFragHeaderSize, end, len, opts,
                            [&](std::span<std::uint8_t> out, bool, std::uint32_t, std::size_t) {
                                core::FragHdr h;
-                               h.common = make_common(r->peer, core::kFlagPutDone);
+                               h.common = make_common(r->peer, flags);
                                h.recv_req = recv_id;
                                h.offset = end;
+                               h.payload_crc = crc;
                                (void)core::encode(h, out);
                            });
 }
@@ -537,7 +549,9 @@ int start_send(SendRequest* r) noexcept {
 }
 
 void handle_cts(SendRequest* r, const core::CtsHdr& cts) noexcept {
-    if (r->cts_received || r->base.req_base.req_pml_complete)
+    if (r->base.req_base.req_pml_complete || rput_verdict(r, cts))
+        return;
+    if (r->cts_received)
         return;
     r->cts_received = true;
     r->peer_recv_id = cts.recv_req;

@@ -40,10 +40,13 @@ void print_rx_stats() noexcept {
     const RputStats rp = rput_stats();
     opal_output(
         0,
-        "[pml:dr] rput %s: rput_requests=%llu rput_sends=%llu rput_bytes=%llu rput_fallbacks=%llu",
+        "[pml:dr] rput %s: rput_requests=%llu rput_sends=%llu rput_bytes=%llu rput_fallbacks=%llu "
+        "rput_verified=%llu rput_csum_errors=%llu rput_resent=%llu rput_injected=%llu",
         OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(rp.requests),
         static_cast<unsigned long long>(rp.sends), static_cast<unsigned long long>(rp.bytes),
-        static_cast<unsigned long long>(rp.fallbacks));
+        static_cast<unsigned long long>(rp.fallbacks), static_cast<unsigned long long>(rp.verified),
+        static_cast<unsigned long long>(rp.csum_errors), static_cast<unsigned long long>(rp.resent),
+        static_cast<unsigned long long>(rp.injected));
 }
 
 void print_reliability_stats() noexcept {
