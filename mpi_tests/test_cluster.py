@@ -38,6 +38,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -782,6 +783,38 @@ def test_pingpong_survives_rail_blackhole_with_dr_over_drtcp(cluster, mpi, recor
     assert_cut_mid_transfer(result, hole)
     # about 0.1 s here; 42 s on a build that waited for fixed ACK timeouts
     assert max_stall_ms < 5000, result
+
+
+@needs_nft
+@pytest.mark.mpi_timeout(180)
+def test_a_host_cut_off_entirely_ends_the_job(cluster, mpi):
+    """Both rails of drh2 black-holed 1 s into a 4-host transfer and left so,
+    pml dr and oob drtcp at default parameters: nothing is reported (links
+    up, no TCP error) and the ranks elsewhere wait for drh2's. oob drtcp's
+    TCP user timeout (oob_drtcp_user_timeout, 20 s) must notice that drh2's
+    daemon is gone, so that the runtime aborts the job and mpirun exits with
+    an error, instead of waiting for the kernel's keepalive (494 s with
+    stock oob/tcp, measured)."""
+    mca = {**DR_TCP_BOTH, **OOB_DRTCP_RAIL_A}
+    holes = [RailCut("drh2", rail, CUT_AT, action="blackhole") for rail in ("a", "b")]
+    try:
+        result = cluster.run_with_rail_faults(mpi, "rail_transfer", 4, holes,
+                                              args=TRANSFER_ARGS, mca=mca,
+                                              mpirun_args=["--map-by", "node"])
+    finally:
+        # drh2's daemon and ranks, cut off from mpirun's kill, would go only
+        # once their own timeout fired: do not leave them to the next test.
+        for pid in cluster.pids().get("drh2", []):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert not result.timed_out, result
+    assert result.rc not in (0, None), result
+    for hole in holes:
+        assert hole.error is None and hole.cut_wall is not None, hole
+    # The job ends within the user timeout plus the teardown, not minutes.
+    assert result.duration < 120, result
 
 
 @pytest.mark.mpi_timeout(60)

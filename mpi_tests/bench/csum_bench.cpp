@@ -8,9 +8,12 @@
 // beyond the last-level cache measure the machine's memory bandwidth. For each
 // size it prints one line of throughputs, payload bytes per second (a copy
 // counts its bytes once):
-//   size=<bytes> memcpy_MBps=... read_MBps=... crc32c_MBps=... crc32c_sw_MBps=...
-//       crc32c_copy_MBps=... crc32c_copy_sw_MBps=... memcpy+crc32c_MBps=... hw=<0|1>
-// memcpy+crc32c is the two-pass path the fused crc32c_copy replaces.
+//   size=<bytes> memcpy_MBps=... read_MBps=... crc32c_MBps=... crc32c_hw_MBps=...
+//       crc32c_sw_MBps=... crc32c_copy_MBps=... crc32c_copy_hw_MBps=...
+//       crc32c_copy_sw_MBps=... memcpy+crc32c_MBps=... hw=<0|1> isal=<0|1>
+// crc32c / crc32c_copy are what pml dr runs (ISA-L when the build has it),
+// _hw our CRC32C-instruction code, _sw the table fallback. memcpy+crc32c is
+// the two-pass path the fused crc32c_copy replaces.
 #include <unistd.h>
 
 #include <chrono>
@@ -70,6 +73,16 @@ std::uint32_t op_crc32c(const Buffers& b) {
     return common::crc32c(b.src, b.len);
 }
 
+std::uint32_t op_crc32c_hw(const Buffers& b) {
+    return common::crc32c_hw(b.src, b.len);
+}
+
+std::uint32_t op_crc32c_copy_hw(const Buffers& b) {
+    const std::uint32_t crc = common::crc32c_copy_hw(b.dst, b.src, b.len);
+    clobber(b.dst);
+    return crc;
+}
+
 std::uint32_t op_crc32c_sw(const Buffers& b) {
     return common::crc32c_sw(b.src, b.len);
 }
@@ -100,8 +113,10 @@ constexpr Op kOps[] = {
     {"memcpy", op_memcpy},
     {"read", op_read},
     {"crc32c", op_crc32c},
+    {"crc32c_hw", op_crc32c_hw},
     {"crc32c_sw", op_crc32c_sw},
     {"crc32c_copy", op_crc32c_copy},
+    {"crc32c_copy_hw", op_crc32c_copy_hw},
     {"crc32c_copy_sw", op_crc32c_copy_sw},
     {"memcpy+crc32c", op_memcpy_then_crc32c},
 };
@@ -199,7 +214,8 @@ int main(int argc, char** argv) {
             const double s = seconds_per_call(op.fn, b, o.budget_s);
             std::printf(" %s_MBps=%.1f", op.name, static_cast<double>(n) / s / 1e6);
         }
-        std::printf(" hw=%d\n", common::crc32c_hw_available() ? 1 : 0);
+        std::printf(" hw=%d isal=%d\n", common::crc32c_hw_available() ? 1 : 0,
+                    common::crc32c_lib_available() ? 1 : 0);
         std::fflush(stdout);
     }
     return 0;

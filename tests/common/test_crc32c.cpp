@@ -27,6 +27,7 @@ struct Impl {
 const Impl kImpls[] = {
     {"sw", crc32c_sw, crc32c_copy_sw},
     {"hw", crc32c_hw, crc32c_copy_hw},
+    {"lib", crc32c_lib, crc32c_copy_lib},
     {"dispatch", crc32c, crc32c_copy},
 };
 
@@ -233,7 +234,8 @@ TEST(Crc32c, DetectsEveryBitFlip) {
 TEST(Crc32c, ReportsImplementation) {
 #if defined(__x86_64__) || defined(__aarch64__)
     // Not an assertion: CI may run on a CPU without the instruction.
-    std::printf("crc32c hardware path: %s\n", crc32c_hw_available() ? "yes" : "no");
+    std::printf("crc32c hardware path: %s, ISA-L: %s\n", crc32c_hw_available() ? "yes" : "no",
+                crc32c_lib_available() ? "yes" : "no");
 #else
     EXPECT_FALSE(crc32c_hw_available());
 #endif

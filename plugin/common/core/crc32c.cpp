@@ -108,7 +108,7 @@ std::uint32_t crc32c_copy_hw(void* dst, const void* src, std::size_t len,
 }
 
 std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc) noexcept {
-    return crc32c_hw(data, len, crc);
+    return crc32c_lib(data, len, crc);
 }
 
 std::uint32_t crc32c_header_sw(const void* data, std::size_t len, std::size_t field) noexcept {
@@ -146,7 +146,7 @@ std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field
 }
 
 std::uint32_t crc32c_copy(void* dst, const void* src, std::size_t len, std::uint32_t crc) noexcept {
-    return crc32c_copy_hw(dst, src, len, crc);
+    return crc32c_copy_lib(dst, src, len, crc);
 }
 
 std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::size_t len_b) noexcept {

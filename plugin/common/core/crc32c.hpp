@@ -7,10 +7,13 @@
 // a previous *result*: crc32c(b, n, crc32c(a, m)) == crc32c(a||b, m + n), which
 // lets a caller checksum a message piece by piece. Start with crc = 0.
 //
-// Dispatch: crc32c() uses the CPU's CRC32C instruction when the running CPU
-// has one (x86-64 SSE4.2, ARMv8 CRC) and slicing-by-8 tables otherwise. The
-// choice is made at run time, never by compiler flags, so the plugins load on
-// any CPU of the architecture.
+// Dispatch: crc32c() and crc32c_copy() use Intel's ISA-L (libisal) when the
+// build found it (its carry-less-multiply folding is about twice as fast as
+// the CRC32C instruction on bulk data); otherwise the CPU's CRC32C
+// instruction when the running CPU has one (x86-64 SSE4.2, ARMv8 CRC), and
+// slicing-by-8 tables without it. The choice of instructions is made at run
+// time, never by compiler flags, so the plugins load on any CPU of the
+// architecture.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +43,11 @@ std::uint32_t crc32c_header(const void* data, std::size_t len, std::size_t field
 // crc32c_copy_hw() fall back to the software path when crc32c_hw_available()
 // is false, so they are always safe to call.
 bool crc32c_hw_available() noexcept;
+// Whether the build uses ISA-L; without it the *_lib functions are the *_hw ones.
+bool crc32c_lib_available() noexcept;
+std::uint32_t crc32c_lib(const void* data, std::size_t len, std::uint32_t crc = 0) noexcept;
+std::uint32_t crc32c_copy_lib(void* dst, const void* src, std::size_t len,
+                              std::uint32_t crc = 0) noexcept;
 std::uint32_t crc32c_sw(const void* data, std::size_t len, std::uint32_t crc = 0) noexcept;
 std::uint32_t crc32c_hw(const void* data, std::size_t len, std::uint32_t crc = 0) noexcept;
 std::uint32_t crc32c_copy_sw(void* dst, const void* src, std::size_t len,
