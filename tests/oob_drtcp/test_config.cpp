@@ -51,6 +51,21 @@ TEST(OobConfig, Bounds) {
     EXPECT_NE(validate(r, c), "");
     r.keepalive_time_s = 0;  // keepalive off: probes do not matter
     EXPECT_EQ(validate(r, c), "");
+    r = RawParams{};
+    r.user_timeout_ms = 1999;
+    EXPECT_NE(validate(r, c), "");
+    r.user_timeout_ms = 0;  // off: the keepalive parameters apply
+    EXPECT_EQ(validate(r, c), "");
+    EXPECT_EQ(c.user_timeout_ms, 0u);
+}
+
+TEST(OobConfig, AUserTimeoutByDefault) {
+    // A daemon cut off from mpirun must be noticed in seconds, not after the
+    // kernel's keepalive or retransmission limits (minutes).
+    Config c;
+    ASSERT_EQ(validate(RawParams{}, c), "");
+    EXPECT_GT(c.user_timeout_ms, 0u);
+    EXPECT_LE(c.user_timeout_ms, 60000u);
 }
 
 }  // namespace

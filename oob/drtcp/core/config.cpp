@@ -56,6 +56,9 @@ std::string validate(const RawParams& raw, Config& out) {
     c.retry.attempts = raw.connect_attempts;
     if (raw.keepalive_time_s > 0 && (raw.keepalive_intvl_s == 0 || raw.keepalive_probes == 0))
         return "oob_drtcp_keepalive_intvl and _probes must be positive when keepalive is on";
+    if (raw.user_timeout_ms > 0 && raw.user_timeout_ms < 2000)
+        return "oob_drtcp_user_timeout: 0 (off) or at least 2000 ms";
+    c.user_timeout_ms = raw.user_timeout_ms;
     c.keepalive_time_s = raw.keepalive_time_s;
     c.keepalive_intvl_s = raw.keepalive_intvl_s;
     c.keepalive_probes = raw.keepalive_probes;

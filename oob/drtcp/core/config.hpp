@@ -17,7 +17,8 @@ struct RawParams {
     unsigned connect_timeout_ms = 10000;
     unsigned connect_attempts = 10;
     unsigned retry_delay_ms = 100;
-    unsigned keepalive_time_s = 300;  // 0: no keepalive
+    unsigned user_timeout_ms = 20000;  // 0: keepalive_* below, else derived from it
+    unsigned keepalive_time_s = 300;   // 0: no keepalive
     unsigned keepalive_intvl_s = 20;
     unsigned keepalive_probes = 9;
 };
@@ -30,6 +31,7 @@ struct Config {
     std::uint16_t port_max = 0;
     std::uint32_t max_msg_bytes = 256u << 20;
     RetryPolicy retry;
+    unsigned user_timeout_ms = 20000;
     unsigned keepalive_time_s = 300;
     unsigned keepalive_intvl_s = 20;
     unsigned keepalive_probes = 9;

@@ -36,6 +36,7 @@ net::SocketOptions socket_options() {
     const core::Config& c = state().config;
     net::SocketOptions o;
     o.nodelay = true;
+    o.user_timeout_ms = c.user_timeout_ms;
     o.keepalive_idle_s = c.keepalive_time_s;
     o.keepalive_intvl_s = c.keepalive_intvl_s;
     o.keepalive_probes = c.keepalive_probes;

@@ -35,8 +35,16 @@ int register_params() noexcept {
                   ParamType::Unsigned, &r.connect_attempts, d.connect_attempts},
         ParamSpec{"retry_delay", "Milliseconds before retry n, times n (linear back-off)",
                   ParamType::Unsigned, &r.retry_delay_ms, d.retry_delay_ms},
+        ParamSpec{"user_timeout",
+                  "Milliseconds a connection may leave data or keepalive probes unacknowledged "
+                  "before it is declared lost, so that a daemon whose host is cut off is noticed "
+                  "and the job ends (TCP_USER_TIMEOUT; keepalive is then derived from it: first "
+                  "probe after half of it idle). 0: the kernel's retransmission limits (minutes) "
+                  "and the oob_drtcp_keepalive_* parameters",
+                  ParamType::Unsigned, &r.user_timeout_ms, d.user_timeout_ms},
         ParamSpec{"keepalive_time",
-                  "Seconds of idleness before TCP keepalive probes start (0: no keepalive)",
+                  "Seconds of idleness before TCP keepalive probes start, when "
+                  "oob_drtcp_user_timeout is 0 (0: no keepalive)",
                   ParamType::Unsigned, &r.keepalive_time_s, d.keepalive_time_s},
         ParamSpec{"keepalive_intvl", "Seconds between keepalive probes", ParamType::Unsigned,
                   &r.keepalive_intvl_s, d.keepalive_intvl_s},
