@@ -17,15 +17,21 @@ while mca_pmix_dr.so is not built. What each job needs from PMIx:
     fake hosts      several daemons: fences across them, remote dmodex
     robustness      forged and malformed clients, a rank dying mid-fence,
                     an abnormal exit notified to the survivors' handlers
+    hostile         strangers on the server's socket while a job runs: noise,
+                    huge lengths, unknown identities, silent, slow and 200
+                    concurrent clients, and (as root) a client of another uid
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 
 import pytest
 
 import harness
+import pmix_hostile
 
 VERBOSE = {"pmix_base_verbose": 10}
 DMODEX = {"pmix_base_async_modex": 1, "pmix_base_collect_data": 0}
@@ -70,6 +76,17 @@ def pmix_selections(result) -> dict[str, int]:
     return {name: n for (name,), n in counts.items()}
 
 
+SERVED = re.compile(r"served (\d+) connections \((\d+) refused, (\d+) bad messages, "
+                    r"(\d+) of another user, (\d+) late hellos\)")
+
+
+def served_counters(result) -> dict[str, int]:
+    """mpirun's server counters (pmix_dr_verbose >= 20), one host."""
+    found = SERVED.findall(result.stdout + result.stderr)
+    assert len(found) == 1, f"no (or several) server counters:\n{result}"
+    return dict(zip(("served", "refused", "bad", "foreign", "late"), map(int, found[0])))
+
+
 def hello_lines(result) -> list[str]:
     return re.findall(r"^hello from rank \d+ of \d+ on \S+$", result.stdout, re.M)
 
@@ -93,8 +110,11 @@ def test_parameters_listed_with_help(mpi, components):
     needs(components, "pmix/dr")
     result = mpi.run_tool(["ompi_info", "--param", "pmix", "dr", "--level", "9"])
     result.check()
-    for name in ("verbose", "max_msg_size", "get_timeout", "max_pending"):
+    for name in ("verbose", "max_msg_size", "get_timeout", "max_pending", "check_peer_uid",
+                 "hello_timeout"):
         assert re.search(rf"pmix_dr_{name}\b.*\n\s+\S", result.stdout), name
+    check = re.search(r"pmix_dr_check_peer_uid\b.*\n((?:\s+\S.*\n)+)", result.stdout)
+    assert check and "debugging" in check.group(1), result
 
 
 @pytest.mark.mpi_timeout(60)
@@ -154,11 +174,133 @@ def test_hostile_clients_are_closed(mpi, components):
     result = mpi.run("pmix_garbage", np=2, mca={"pmix": "dr", "pmix_dr_verbose": 20})
     expect(result, "garbage ok 2")
     assert len(re.findall(r"^closed: ", result.stdout, re.M)) == 10, result
-    m = re.search(r"served (\d+) connections \((\d+) refused, (\d+) bad messages\)",
-                  result.stdout + result.stderr)
-    assert m, result
-    served, refused, bad = map(int, m.groups())
-    assert served == 2 + 9 + 70 and refused >= 5 + 6 and bad == 4, result
+    c = served_counters(result)
+    assert c["served"] == 2 + 9 + 70 and c["refused"] >= 5 + 6 and c["bad"] == 4, result
+    assert c["foreign"] == 0, result
+
+
+HOSTILE_MCA = {"pmix": "dr", "pmix_dr_verbose": 20,
+               "pmix_dr_hello_timeout": pmix_hostile.HELLO_TIMEOUT}
+
+
+def victim_ok(result, np: int = 2) -> None:
+    """The attacked job finished, right, and nothing crashed."""
+    expect(result, f"victim ok {np} ")
+    out = result.stdout + result.stderr
+    assert not re.search(r"exited on signal|core dumped|Segmentation fault", out), result
+
+
+@pytest.mark.mpi_timeout(240)
+@pytest.mark.parametrize("attack", pmix_hostile.ATTACKS)
+def test_hostile_clients_while_a_job_runs(mpi, components, tmp_path, attack):
+    """While a two-rank job keeps asking its server for things (publish,
+    lookup, unpublish in a loop), a stranger of the same user attacks the
+    server's socket (see pmix_hostile: noise, huge lengths, unknown
+    identities, half-open, one byte a second, 200 at once). Each of its
+    connections is closed without a reply, within a bound; the job is still
+    served right after and finishes with the right output; the server counts
+    exactly those connections. (The silent, slow and crowd attacks and the
+    prompt refusal of a large length need the hello deadline and the bound
+    before Hello.)"""
+    needs(components, "pmix/dr")
+    with pmix_hostile.VictimJob(mpi, tmp_path, HOSTILE_MCA) as job:
+        job.still_served()
+        expected = pmix_hostile.ATTACKS[attack](job)
+        connections = expected.pop("connections")
+        job.still_served()
+        result = job.finish()
+    victim_ok(result)
+    c = served_counters(result)
+    moved = {k: c[k] for k in ("refused", "bad", "foreign", "late")}
+    assert moved == {"refused": 0, "bad": 0, "foreign": 0, "late": 0, **expected}, result
+    assert c["served"] == 2 + connections, result
+
+
+def owner_only(path: str) -> None:
+    st = os.stat(path)
+    assert st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077 == 0, \
+        f"{path}: uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}"
+
+
+def nobody_through_fd(uri: str, **kwargs) -> dict:
+    """A client of uid nobody that reaches the socket file past its 0700
+    directory (an O_PATH descriptor root opened for it)."""
+    fd = os.open(uri, os.O_PATH)
+    try:
+        return pmix_hostile.run_as_nobody(f"/proc/self/fd/{fd}", pass_fds=(fd,), **kwargs)
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def as_root():
+    if os.geteuid() != 0:
+        pytest.skip("needs root (to run a client as nobody)")
+
+
+@pytest.mark.mpi_timeout(240)
+@pytest.mark.parametrize("session_dir", ["default", "too_long"])
+def test_another_user_is_refused(mpi, components, tmp_path, as_root, session_dir):
+    """The server's socket sits in a directory of its own, both owner-only,
+    also when the session directory is too long for a socket path (then in
+    /tmp; no abstract socket, which anyone could reach): a client running as
+    nobody cannot connect (EACCES), not even past the directory while the
+    socket keeps its own mode. With the socket opened up, the server reads
+    the peer's credentials first and closes a nobody client at once (long
+    before the hello deadline), silent or with a Hello, unanswered, counts
+    both and logs their uid; the job is unaffected."""
+    needs(components, "pmix/dr")
+    mca = {"pmix": "dr", "pmix_dr_verbose": 20}
+    if session_dir == "too_long":
+        base = tmp_path / ("s" * 110)
+        base.mkdir()
+        mca["orte_tmpdir_base"] = str(base)
+    with pmix_hostile.VictimJob(mpi, tmp_path, mca) as job:
+        assert not job.uri.startswith("@"), job.uri
+        assert stat.S_ISSOCK(os.stat(job.uri).st_mode)
+        parent = os.path.dirname(job.uri)
+        assert os.path.basename(parent).startswith("dr-pmix."), job.uri
+        owner_only(job.uri)
+        owner_only(parent)
+        assert pmix_hostile.run_as_nobody(job.uri) == {"error": "EACCES"}
+        assert nobody_through_fd(job.uri) == {"error": "EACCES"}
+
+        os.chmod(job.uri, 0o666)
+        silent = nobody_through_fd(job.uri, within=8)
+        forged = nobody_through_fd(job.uri, within=8,
+                                   payload=pmix_hostile.hello(job.jobid, job.vpid, 1))
+        job.still_served()
+        result = job.finish()
+    for what, seen in (("silent", silent), ("forged hello", forged)):
+        assert seen["closed_after"] is not None and seen["closed_after"] < 3, (what, seen)
+        assert seen["reply_bytes"] == 0, (what, seen)
+    victim_ok(result)
+    c = served_counters(result)
+    assert (c["foreign"], c["refused"], c["bad"], c["late"]) == (2, 2, 0, 0), result
+    refusals = re.findall(r"refused a connection from uid 65534 gid 65534 pid \d+: another user",
+                          result.stdout + result.stderr)
+    assert len(refusals) == 2, result
+
+
+@pytest.mark.mpi_timeout(240)
+def test_peer_check_can_be_turned_off(mpi, components, tmp_path, as_root):
+    """pmix_dr_check_peer_uid=0 (debugging): a nobody client that reaches
+    the socket is heard like anyone else: it stays connected while silent,
+    and its forged Hello is refused as an unknown identity, not for its uid."""
+    needs(components, "pmix/dr")
+    mca = {"pmix": "dr", "pmix_dr_verbose": 20, "pmix_dr_check_peer_uid": 0}
+    with pmix_hostile.VictimJob(mpi, tmp_path, mca) as job:
+        os.chmod(job.uri, 0o666)
+        silent = nobody_through_fd(job.uri, within=2)
+        forged = nobody_through_fd(job.uri, within=8,
+                                   payload=pmix_hostile.hello(job.jobid, 4000000, 1))
+        result = job.finish()
+    assert silent["closed_after"] is None, silent
+    assert forged["closed_after"] is not None and forged["reply_bytes"] == 0, forged
+    victim_ok(result)
+    c = served_counters(result)
+    assert (c["foreign"], c["refused"], c["bad"], c["late"]) == (0, 1, 0, 0), result
+    assert "refused a connection from uid" not in result.stdout + result.stderr, result
 
 
 @pytest.mark.mpi_timeout(60)

@@ -89,15 +89,12 @@ const Client* Registry::client(ProcName proc) const {
     return it == clients_.end() ? nullptr : &it->second;
 }
 
-Result<Client*> Registry::authenticate(ProcName proc, std::uint64_t secret,
-                                       std::uint32_t peer_uid) {
+Result<Client*> Registry::authenticate(ProcName proc, std::uint64_t secret) {
     Client* c = client(proc);
     if (c == nullptr || job(proc.jobid) == nullptr)
         return fail(ErrorCode::UnknownPeer, "not a registered client");
     if (c->secret == 0 || c->secret != secret)
         return fail(ErrorCode::InvalidArgument, "wrong secret");
-    if (peer_uid != c->uid && peer_uid != 0)
-        return fail(ErrorCode::InvalidArgument, "connected as another user");
     if (c->connected)
         return fail(ErrorCode::Duplicate, "already connected");
     return c;

@@ -53,9 +53,9 @@ class Registry {
     std::size_t clients() const noexcept { return clients_.size(); }
 
     // A connecting process proves it is the child we forked: registered, in
-    // a registered job, same uid, the secret from its environment, and not
-    // already connected.
-    Result<Client*> authenticate(ProcName proc, std::uint64_t secret, std::uint32_t peer_uid);
+    // a registered job, the secret from its environment, and not already
+    // connected. (Its uid was checked when it connected: peer.hpp.)
+    Result<Client*> authenticate(ProcName proc, std::uint64_t secret);
 
     // Stores a commit, split by scope.
     static void commit(Client& c, const KvList& values);

@@ -74,6 +74,9 @@ class FrameReader {
     };
     Result<std::optional<Message>> next();
     std::size_t buffered() const noexcept { return buf_.size() - start_; }
+    // Changes the bound for the messages not yet decoded (the server raises
+    // it once a connection has identified itself).
+    void set_max_length(std::size_t max_length) noexcept { max_length_ = max_length; }
 
   private:
     std::size_t max_length_;

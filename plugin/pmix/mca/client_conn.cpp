@@ -17,6 +17,17 @@ Answer Connection::open(const std::string& path, const core::HelloBody& hello, s
     fd_ = uds_connect(path);
     if (fd_ < 0)
         return {OPAL_ERR_UNREACH, {}};
+    // Nothing of ours (name, secret) goes to a server of another user.
+    const auto cred = uds_peer_cred(fd_);
+    const auto verdict = core::check_peer(cred, static_cast<std::uint32_t>(geteuid()),
+                                          state().params.check_peer_uid);
+    if (!core::accepted(verdict)) {
+        logf(state().log, LogLevel::Error, "refusing the pmix dr server at %s (uid %ld): %s",
+             path.c_str(), cred ? static_cast<long>(cred->uid) : -1L, core::verdict_name(verdict));
+        ::close(fd_);
+        fd_ = -1;
+        return {OPAL_ERR_UNREACH, {}};
+    }
     if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
         ::close(fd_);
         fd_ = -1;

@@ -37,6 +37,15 @@ int register_params() noexcept {
                   "Gets a server parks at most (waiting for commits or remote daemons); more "
                   "fail at once",
                   ParamType::Unsigned, &p.max_pending, d.max_pending},
+        ParamSpec{"check_peer_uid",
+                  "Refuse a connection from (server) or to (client) a process of another user, "
+                  "read from the socket's peer credentials before anything else; turn off for "
+                  "debugging only: then any local user who can reach the socket is heard",
+                  ParamType::Bool, &p.check_peer_uid, d.check_peer_uid},
+        ParamSpec{"hello_timeout",
+                  "Seconds a new connection to the server may take to identify itself (Hello) "
+                  "before it is closed; 0 waits forever",
+                  ParamType::Unsigned, &p.hello_timeout_s, d.hello_timeout_s},
     };
     return plugin::common::register_params(&mca_pmix_dr_component.base_version, specs) == 0
                ? OPAL_SUCCESS

@@ -21,7 +21,7 @@ using plugin::common::logf;
 using plugin::common::LogLevel;
 
 // Environment the server hands every child (setup_fork).
-inline constexpr const char* kEnvUri = "DR_PMIX_SERVER_URI";  // socket path, '@' = abstract
+inline constexpr const char* kEnvUri = "DR_PMIX_SERVER_URI";  // socket path
 inline constexpr const char* kEnvProc = "DR_PMIX_PROC";       // "<jobid>.<vpid>" decimal
 inline constexpr const char* kEnvSecret = "DR_PMIX_SECRET";   // 16 hex digits
 
@@ -30,6 +30,8 @@ struct Params {
     unsigned max_msg_size_mb = 64;  // largest message either side accepts
     unsigned get_timeout_s = 60;    // a get waiting for a commit or a remote daemon
     unsigned max_pending = 4096;    // parked gets per server
+    bool check_peer_uid = true;     // SO_PEERCRED policy (core/peer.hpp) on both ends
+    unsigned hello_timeout_s = 10;  // a new connection must say Hello within it (0: no limit)
 };
 
 struct State {

@@ -59,9 +59,11 @@ int finalize() noexcept {
         return OPAL_SUCCESS;
     const Counters& c = s.counters;
     logf(state().log, LogLevel::Info,
-         "served %" PRIu64 " connections (%" PRIu64 " refused, %" PRIu64 " bad messages), %" PRIu64
-         " fences (%" PRIu64 " failed), %" PRIu64 " direct-modex requests, %" PRIu64 " timeouts",
-         c.accepted, c.refused, c.bad_messages, c.fences, c.failed_fences, c.dmodex, c.timeouts);
+         "served %" PRIu64 " connections (%" PRIu64 " refused, %" PRIu64 " bad messages, %" PRIu64
+         " of another user, %" PRIu64 " late hellos), %" PRIu64 " fences (%" PRIu64
+         " failed), %" PRIu64 " direct-modex requests, %" PRIu64 " timeouts",
+         c.accepted, c.refused, c.bad_messages, c.foreign, c.hello_late, c.fences, c.failed_fences,
+         c.dmodex, c.timeouts);
     stop_all();
     s.running = false;
     return OPAL_SUCCESS;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fence.hpp"
+#include "peer.hpp"
 #include "pending.hpp"
 #include "pmix.hpp"
 #include "registry.hpp"
@@ -27,10 +28,12 @@ struct Conn {
     core::FrameReader in;
     std::deque<std::vector<std::uint8_t>> out;
     std::size_t out_offset = 0;
-    bool identified = false;  // Hello accepted
+    bool identified = false;  // Hello accepted (then `in` takes max_msg_size)
     bool finalized = false;
     ProcName proc{};
-    explicit Conn(std::size_t max_msg) : in(max_msg) {}
+    std::uint64_t accepted_ms = 0;  // for the hello deadline
+    core::PeerCred peer{};          // as the kernel reported it at accept
+    Conn() : in(core::kMaxHelloPayload) {}
 };
 
 // A launcher request (server_dmodex_request) parked on a local commit.
@@ -41,7 +44,9 @@ struct HostWait {
 
 struct Counters {
     std::uint64_t accepted = 0;
-    std::uint64_t refused = 0;       // failed the handshake
+    std::uint64_t refused = 0;       // failed the handshake (the two below included)
+    std::uint64_t foreign = 0;       // peer credentials refused (core/peer.hpp)
+    std::uint64_t hello_late = 0;    // no Hello within hello_timeout
     std::uint64_t bad_messages = 0;  // failed decoding: connection closed
     std::uint64_t fences = 0;
     std::uint64_t failed_fences = 0;
@@ -53,6 +58,7 @@ struct Server {
     bool running = false;
     opal_pmix_server_module_t host{};
     std::string path;
+    std::string dir;  // the private directory holding `path`
     int listen_fd = -1;
     opal_event_t listen_ev{};
     opal_event_t tick_ev{};
@@ -86,6 +92,7 @@ void send_to(Conn& c, core::MsgType type, std::uint32_t req, std::span<const std
 void reply(std::uint64_t token, int status, std::span<const std::uint8_t> body = {});
 Conn* conn(std::uint64_t id);
 std::uint64_t now_seconds();
+std::uint64_t now_ms();
 
 // server_requests.cpp: one client message; false = close the connection.
 bool handle(Conn& c, const core::FrameReader::Message& m);

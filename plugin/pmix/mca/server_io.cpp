@@ -1,8 +1,11 @@
-// The server's sockets on the launcher's event base: the listener, one
+// The server's sockets on the launcher's event base: the listener (in a
+// private directory; peers of another user refused at accept), one
 // connection per client (non-blocking reads into a FrameReader, a write
-// queue), and a once-a-second tick that expires parked gets.
+// queue), and a once-a-second tick that expires parked gets and closes
+// connections that did not say Hello in time.
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -89,8 +92,8 @@ void on_read(int fd, short, void* arg) {
             auto m = c->in.next();
             if (!m) {
                 ++s.counters.bad_messages;
-                logf(state().log, LogLevel::Warn, "closing a client connection: %s",
-                     std::string(m.error().message).c_str());
+                logf(state().log, LogLevel::Warn, "closing a %s connection: %s",
+                     c->identified ? "client" : "new", std::string(m.error().message).c_str());
                 close_conn(id);
                 return;
             }
@@ -126,29 +129,85 @@ void limit_unidentified() {
     close_conn(oldest);
 }
 
+// The peer's credentials decide before anything is read from it: a
+// stranger is closed unanswered, counted and logged, and never takes one of
+// the unidentified slots from a real client.
+bool admit(int cfd, core::PeerCred& peer) {
+    Server& s = srv();
+    const auto cred = uds_peer_cred(cfd);
+    const auto verdict = core::check_peer(cred, static_cast<std::uint32_t>(geteuid()),
+                                          state().params.check_peer_uid);
+    if (cred)
+        peer = *cred;
+    if (core::accepted(verdict))
+        return true;
+    ++s.counters.refused;
+    ++s.counters.foreign;
+    if (cred)
+        logf(state().log, LogLevel::Warn,
+             "refused a connection from uid %u gid %u pid %d: %s (we run as uid %u)", cred->uid,
+             cred->gid, static_cast<int>(cred->pid), core::verdict_name(verdict),
+             static_cast<unsigned>(geteuid()));
+    else
+        logf(state().log, LogLevel::Warn, "refused a connection: %s", core::verdict_name(verdict));
+    return false;
+}
+
+// Accepts per wake-up, at most: a flood of connections (refused or not)
+// cannot keep the event loop from the job's own clients.
+constexpr int kAcceptBurst = 64;
+
 void on_accept(int fd, short, void*) {
     Server& s = srv();
-    for (;;) {
+    for (int i = 0; i < kAcceptBurst; ++i) {
         const int cfd = uds_accept(fd);
         if (cfd < 0)
             return;
+        ++s.counters.accepted;
+        core::PeerCred peer;
+        if (!admit(cfd, peer)) {
+            close(cfd);
+            continue;
+        }
         limit_unidentified();
-        auto c = std::make_unique<Conn>(state().max_msg());
+        auto c = std::make_unique<Conn>();
         c->id = s.next_conn++;
         c->fd = cfd;
+        c->peer = peer;
+        c->accepted_ms = now_ms();
         void* arg = c.get();
         opal_event_set(opal_pmix_base.evbase, &c->read_ev, cfd, OPAL_EV_READ | OPAL_EV_PERSIST,
                        on_read, arg);
         opal_event_set(opal_pmix_base.evbase, &c->write_ev, cfd, OPAL_EV_WRITE | OPAL_EV_PERSIST,
                        on_write, arg);
         opal_event_add(&c->read_ev, nullptr);
-        ++s.counters.accepted;
         s.conns.emplace(c->id, std::move(c));
+    }
+}
+
+// Connections still silent (or too slow) past the hello deadline.
+void close_late_hellos() {
+    Server& s = srv();
+    const std::uint64_t now = now_ms();
+    const std::uint64_t timeout = std::uint64_t{state().params.hello_timeout_s} * 1000;
+    std::vector<std::uint64_t> late;
+    for (const auto& [id, c] : s.conns) {
+        if (!c->identified && core::hello_overdue(c->accepted_ms, now, timeout))
+            late.push_back(id);
+    }
+    for (const std::uint64_t id : late) {
+        ++s.counters.refused;
+        ++s.counters.hello_late;
+        logf(state().log, LogLevel::Warn,
+             "closing a connection (pid %d) that did not say hello within %u s",
+             static_cast<int>(conn(id)->peer.pid), state().params.hello_timeout_s);
+        close_conn(id);
     }
 }
 
 void on_tick(int, short, void*) {
     expire_waits();
+    close_late_hellos();
     timeval tv{1, 0};
     opal_event_add(&srv().tick_ev, &tv);
 }
@@ -166,22 +225,56 @@ std::uint64_t now_seconds() {
                                           .count());
 }
 
+std::uint64_t now_ms() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+}
+
 Conn* conn(std::uint64_t id) {
     auto it = srv().conns.find(id);
     return it == srv().conns.end() ? nullptr : it->second.get();
 }
 
+namespace {
+
+// The socket lives in a directory of its own, mode 0700: nobody else can
+// even reach it. In the job's session directory when the path fits
+// sun_path, else in /tmp.
+int listen_privately(const std::string& tmpdir, std::string& dir, std::string& path) {
+    int err = ENOENT;
+    for (const std::string& base : {tmpdir, std::string("/tmp")}) {
+        if (base.empty() || !uds_path_fits(base + "/dr-pmix.XXXXXX/pmix"))
+            continue;
+        dir = uds_private_dir(base);
+        if (dir.empty()) {
+            err = errno;
+            continue;
+        }
+        path = dir + "/pmix";
+        const int fd = uds_listen(path);
+        if (fd >= 0)
+            return fd;
+        err = errno;
+        rmdir(dir.c_str());
+    }
+    errno = err;
+    return -1;
+}
+
+}  // namespace
+
 int start_listener(const std::string& tmpdir) {
     Server& s = srv();
-    std::string path = tmpdir + "/dr-pmix." + std::to_string(getpid());
-    if (tmpdir.empty() || !uds_path_fits(path))
-        path = "@dr-pmix." + std::to_string(geteuid()) + "." + std::to_string(getpid());
-    s.listen_fd = uds_listen(path);
+    std::string dir;
+    std::string path;
+    s.listen_fd = listen_privately(tmpdir, dir, path);
     if (s.listen_fd < 0) {
-        logf(state().log, LogLevel::Error, "cannot listen on %s: %s", path.c_str(),
+        logf(state().log, LogLevel::Error, "cannot listen in %s or /tmp: %s", tmpdir.c_str(),
              std::strerror(errno));
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    s.dir = dir;
     s.path = path;
     opal_event_set(opal_pmix_base.evbase, &s.listen_ev, s.listen_fd, OPAL_EV_READ | OPAL_EV_PERSIST,
                    on_accept, nullptr);
@@ -207,8 +300,8 @@ void stop_all() {
         opal_event_del(&s.tick_ev);
         close(s.listen_fd);
         s.listen_fd = -1;
-        if (!s.path.empty() && s.path.front() != '@')
-            unlink(s.path.c_str());
+        unlink(s.path.c_str());
+        rmdir(s.dir.c_str());
     }
 }
 

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include "server.hpp"
-#include "uds.hpp"
 
 namespace plugin::pmix::mca::server {
 
@@ -88,8 +87,7 @@ void hello_done(int status, void* cbdata) {
 bool on_hello(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload) {
     Server& s = srv();
     auto b = core::decode_hello(payload);
-    const long long uid = uds_peer_uid(c.fd);
-    if (!b || uid < 0) {
+    if (!b) {
         ++s.counters.refused;
         logf(state().log, LogLevel::Warn, "refused a connection: bad hello");
         return false;
@@ -97,7 +95,7 @@ bool on_hello(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload)
     core::Client* client = nullptr;
     {
         std::lock_guard lock(s.reg_mu);
-        auto r = s.reg.authenticate(b->proc, b->secret, static_cast<std::uint32_t>(uid));
+        auto r = s.reg.authenticate(b->proc, b->secret);
         if (!r) {
             ++s.counters.refused;
             logf(state().log, LogLevel::Warn, "refused a connection claiming %u.%u: %s",
@@ -109,6 +107,7 @@ bool on_hello(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload)
     }
     c.identified = true;
     c.proc = b->proc;
+    c.in.set_max_length(state().max_msg());
     auto* ctx = new_ctx(c, req);
     if (s.host.client_connected == nullptr) {
         hello_done(OPAL_SUCCESS, ctx);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <vector>
 
 namespace plugin::pmix::mca {
 
@@ -19,10 +20,7 @@ bool make_addr(const std::string& path, sockaddr_un& addr, socklen_t& len) {
     if (!uds_path_fits(path) || path.empty())
         return false;
     std::memcpy(addr.sun_path, path.data(), path.size());
-    if (path.front() == '@')
-        addr.sun_path[0] = '\0';
-    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() +
-                                 (path.front() == '@' ? 0 : 1));
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
     return true;
 }
 
@@ -30,6 +28,22 @@ bool make_addr(const std::string& path, sockaddr_un& addr, socklen_t& len) {
 
 bool uds_path_fits(const std::string& path) {
     return path.size() < sizeof(sockaddr_un::sun_path);
+}
+
+std::string uds_private_dir(const std::string& base) {
+    std::string t = base + "/dr-pmix.XXXXXX";
+    std::vector<char> buf(t.begin(), t.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr)
+        return {};
+    // mkdtemp asks for 0700 minus the umask: exactly 0700, never more.
+    if (chmod(buf.data(), 0700) != 0) {
+        const int err = errno;
+        rmdir(buf.data());
+        errno = err;
+        return {};
+    }
+    return buf.data();
 }
 
 int uds_listen(const std::string& path) {
@@ -42,12 +56,9 @@ int uds_listen(const std::string& path) {
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    if (path.front() != '@')
-        unlink(path.c_str());
-    const mode_t old = umask(077);
-    const int rc = bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
-    umask(old);
-    if (rc != 0 || (path.front() != '@' && chmod(path.c_str(), 0600) != 0) ||
+    // The file bind() creates takes the umask's mode, but a socket that does
+    // not listen yet refuses every connect(): owner-only before listen().
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || chmod(path.c_str(), 0600) != 0 ||
         listen(fd, 128) != 0) {
         const int err = errno;
         close(fd);
@@ -88,12 +99,12 @@ int uds_accept(int listener) {
     return fd;
 }
 
-long long uds_peer_uid(int fd) {
+std::optional<core::PeerCred> uds_peer_cred(int fd) {
     ucred cred{};
     socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-        return -1;
-    return cred.uid;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
+        return std::nullopt;
+    return core::PeerCred{cred.uid, cred.gid, cred.pid};
 }
 
 }  // namespace plugin::pmix::mca

@@ -1,20 +1,26 @@
 // Unix-domain stream sockets for the server's listener and the client's
-// connection. A path starting with '@' names an abstract socket (used when
-// the session directory's path is too long for sun_path).
+// connection, and the peer credentials (SO_PEERCRED) the policy in
+// core/peer.hpp judges.
 #pragma once
-#include <cstdint>
+#include <optional>
 #include <string>
+
+#include "peer.hpp"
 
 namespace plugin::pmix::mca {
 
-// Listening socket at `path`, owner-only, non-blocking; -1 and errno on error.
+// A fresh directory `<base>/dr-pmix.XXXXXX`, mode 0700 whatever the umask;
+// "" and errno on error.
+std::string uds_private_dir(const std::string& base);
+// Listening socket at `path`, mode 0600 before it listens (no umask games:
+// until listen() nobody can connect), non-blocking; -1 and errno on error.
 int uds_listen(const std::string& path);
 // Blocking connection to `path`; -1 and errno on error.
 int uds_connect(const std::string& path);
 // Accepts one connection, non-blocking; -1 when none is waiting.
 int uds_accept(int listener);
-// The connected peer's uid (SO_PEERCRED), or -1.
-long long uds_peer_uid(int fd);
+// The connected peer's credentials as of its connect()/listen(), or nothing.
+std::optional<core::PeerCred> uds_peer_cred(int fd);
 // Whether a path fits into sun_path.
 bool uds_path_fits(const std::string& path);
 
