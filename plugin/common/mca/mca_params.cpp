@@ -239,8 +239,8 @@ std::string explain_invalid(const mca_base_component_2_1_0_t* component,
         }
     }
     if (best != nullptr)
-        out += " (set to \"" + best->given + "\")";
-    return out;
+        return bad_param_message(best->full_name, best->given, validate_error);
+    return "invalid MCA parameters: " + out;
 }
 
 void exit_on_bad_params(const mca_base_component_2_1_0_t* component,
@@ -249,7 +249,7 @@ void exit_on_bad_params(const mca_base_component_2_1_0_t* component,
     try {
         message = param_error(component);
         if (message.empty() && !validate_error.empty())
-            message = "invalid MCA parameter: " + explain_invalid(component, validate_error);
+            message = explain_invalid(component, validate_error);
     } catch (...) {
         message = "invalid MCA parameter (out of memory describing it)";
     }
@@ -258,7 +258,7 @@ void exit_on_bad_params(const mca_base_component_2_1_0_t* component,
     const opal_proc_t* me = opal_proc_local_get();
     const bool first = me == nullptr || me->proc_name.vpid == 0;
     if (!first)
-        sleep(2);  // mpirun usually ends the job on the first process's report
+        sleep(5);  // mpirun ends the job on the first process's report (and kills us)
     opal_output(0, "%s %s: %s", component->mca_type_name, component->mca_component_name,
                 message.c_str());
     // Straight out: returning an error from a selection function makes Open

@@ -59,8 +59,9 @@ int register_params(const mca_base_component_2_1_0_t* component,
 std::string param_error(const mca_base_component_2_1_0_t* component);
 
 // A component's validate() message ("pml_dr_eager_limit must be at least
-// 1024 bytes") with the value the user gave appended when the message names
-// one of the component's parameters that was set: (set to "10").
+// 1024 bytes") as one naming the value too, when the message names one of the
+// component's parameters that was set: invalid value for MCA parameter
+// pml_dr_eager_limit: "10" (pml_dr_eager_limit must be at least 1024 bytes).
 std::string explain_invalid(const mca_base_component_2_1_0_t* component,
                             std::string_view validate_error);
 
