@@ -37,7 +37,7 @@ namespace {
 // One registered non-string parameter: the MCA base writes the user's text
 // into `text`; we parse it into the caller's typed storage.
 struct Registered {
-    const mca_base_component_2_1_0_t* component = nullptr;
+    std::string owner;  // "<framework>_<component>": the component, by name
     std::string full_name;
     ParamKind kind = ParamKind::Int;
     ParamRange range = ParamRange::Any;
@@ -58,15 +58,20 @@ std::vector<std::unique_ptr<Registered>>& registry() {
     return r;
 }
 
+std::string owner_of(const mca_base_component_2_1_0_t* component) {
+    std::string n = component->mca_type_name;
+    n += '_';
+    n += component->mca_component_name;
+    return n;
+}
+
 Registered& slot_for(const mca_base_component_2_1_0_t* component, const std::string& full_name) {
     for (auto& r : registry()) {
-        if (r->full_name == full_name) {
-            r->component = component;
+        if (r->full_name == full_name)
             return *r;
-        }
     }
     registry().push_back(std::make_unique<Registered>());
-    registry().back()->component = component;
+    registry().back()->owner = owner_of(component);
     registry().back()->full_name = full_name;
     return *registry().back();
 }
@@ -122,12 +127,7 @@ void store(ParamKind kind, void* storage, const ParamValue& v) noexcept {
 }
 
 std::string full_name_of(const mca_base_component_2_1_0_t* component, const char* name) {
-    std::string n = component->mca_type_name;
-    n += '_';
-    n += component->mca_component_name;
-    n += '_';
-    n += name;
-    return n;
+    return owner_of(component) + '_' + name;
 }
 
 mca_base_var_info_lvl_t level_of(const ParamSpec& p) noexcept {
@@ -215,8 +215,9 @@ int register_params(const mca_base_component_2_1_0_t* component,
 }
 
 std::string param_error(const mca_base_component_2_1_0_t* component) {
+    const std::string owner = owner_of(component);
     for (const auto& r : registry()) {
-        if (r->component == component && !r->error.empty())
+        if (r->owner == owner && !r->error.empty())
             return r->error;
     }
     return {};
@@ -228,8 +229,9 @@ std::string explain_invalid(const mca_base_component_2_1_0_t* component,
     // The longest parameter name the message mentions (pml_dr_probe_max, not
     // a shorter one it starts with).
     const Registered* best = nullptr;
+    const std::string owner = owner_of(component);
     for (const auto& r : registry()) {
-        if (r->component != component || !r->set)
+        if (r->owner != owner || !r->set)
             continue;
         for (std::size_t pos = validate_error.find(r->full_name); pos != std::string_view::npos;
              pos = validate_error.find(r->full_name, pos + 1)) {
