@@ -38,8 +38,7 @@ TEST(ParamParse, UnsignedRejectsJunkNegativeOverflowAndEmpty) {
     EXPECT_EQ(p(ParamKind::Unsigned, "abc").reason, "not a number");
     EXPECT_NE(p(ParamKind::Unsigned, "-5").reason.find("negative"), std::string::npos);
     EXPECT_NE(p(ParamKind::SizeT, "-1").reason.find("negative"), std::string::npos);
-    EXPECT_NE(p(ParamKind::Unsigned, "4294967296").reason.find("out of range"),
-              std::string::npos);
+    EXPECT_NE(p(ParamKind::Unsigned, "4294967296").reason.find("out of range"), std::string::npos);
     EXPECT_NE(p(ParamKind::Unsigned, "4194304k").reason.find("out of range"), std::string::npos);
     EXPECT_FALSE(p(ParamKind::SizeT, "99999999999999999999").ok);
     EXPECT_FALSE(p(ParamKind::SizeT, "17179869184G").ok);  // 2^34 G = 2^64

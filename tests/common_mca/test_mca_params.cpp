@@ -53,8 +53,8 @@ int register_all(const mca_base_component_t* c, Storage& s) {
         ParamSpec{"limit", "a size", ParamType::SizeT, &s.limit, 4096},
         ParamSpec{"level", "an int", ParamType::Int, &s.level, -3},
         ParamSpec{"flag", "a bool", ParamType::Bool, &s.flag, 1},
-        ParamSpec{"drop", "a probability", ParamType::Double, &s.drop, 0, 0.25, nullptr, nullptr,
-                  4, ParamRange::Probability},
+        ParamSpec{"drop", "a probability", ParamType::Double, &s.drop, 0, 0.25, nullptr, nullptr, 4,
+                  ParamRange::Probability},
         ParamSpec{"mode", "an enum", ParamType::Enum, &s.mode, 0, 0.0, nullptr, kModes},
         ParamSpec{"probe", "a time", ParamType::Unsigned, &s.probe, 100},
         ParamSpec{"probe_max", "a longer time", ParamType::Unsigned, &s.probe_max, 1000},
@@ -124,8 +124,9 @@ TEST_F(McaParamsTest, EnumOpenMpiWouldRefuseStillRegisters) {
     const mca_base_component_t c = make_component("enum");
     Storage s;
     ASSERT_EQ(register_all(&c, s), 0);
-    EXPECT_EQ(param_error(&c), "invalid value for MCA parameter drtest_enum_mode: \"bogus\" "
-                               "(must be one of: auto, always, never)");
+    EXPECT_EQ(param_error(&c),
+              "invalid value for MCA parameter drtest_enum_mode: \"bogus\" "
+              "(must be one of: auto, always, never)");
 }
 
 TEST_F(McaParamsTest, ProbabilityOfOneEmptyAndOverflowAreErrors) {

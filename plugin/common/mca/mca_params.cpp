@@ -47,9 +47,9 @@ struct Registered {
     std::string default_text;
     char* text = nullptr;  // MCA string storage: the base strdup()s / free()s it
     int index = -1;
-    bool set = false;       // the value came from somewhere other than the default
-    std::string given;      // the text the user gave (when set)
-    std::string error;      // bad_param_message, empty when it parsed
+    bool set = false;   // the value came from somewhere other than the default
+    std::string given;  // the text the user gave (when set)
+    std::string error;  // bad_param_message, empty when it parsed
 };
 
 // Registration happens once per component and process, from one thread.

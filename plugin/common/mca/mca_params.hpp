@@ -39,7 +39,7 @@ struct ParamSpec {
     double double_default = 0.0;
     const char* string_default = nullptr;
     const ParamEnumValue* enum_values = nullptr;
-    int info_level = 4;  // OPAL_INFO_LVL_1..9 as 1..9
+    int info_level = 4;                  // OPAL_INFO_LVL_1..9 as 1..9
     ParamRange range = ParamRange::Any;  // e.g. Probability for fault_* parameters
 };
 
