@@ -35,6 +35,7 @@ struct Storage {
     int mode = 0;
     unsigned probe = 0;
     unsigned probe_max = 0;
+    const char* where = nullptr;  // MCA string storage
 };
 
 // A component of its own per test: names do not collide across tests.
@@ -58,6 +59,7 @@ int register_all(const mca_base_component_t* c, Storage& s) {
         ParamSpec{"mode", "an enum", ParamType::Enum, &s.mode, 0, 0.0, nullptr, kModes},
         ParamSpec{"probe", "a time", ParamType::Unsigned, &s.probe, 100},
         ParamSpec{"probe_max", "a longer time", ParamType::Unsigned, &s.probe_max, 1000},
+        ParamSpec{"where", "a string", ParamType::String, &s.where, 0, 0.0, ""},
     };
     return register_params(c, specs);
 }
@@ -165,6 +167,19 @@ TEST_F(McaParamsTest, ValidateMessageGetsTheValueOfTheLongestNameItMentions) {
     // Not set by the user: nothing to name.
     EXPECT_EQ(explain_invalid(&c, "drtest_range_count must be odd"),
               "invalid MCA parameters: drtest_range_count must be odd");
+}
+
+TEST_F(McaParamsTest, ValidateMessageAboutAStringNamesItsValue) {
+    set("strs", "where", "eth9");
+    const mca_base_component_t c = make_component("strs");
+    Storage s;
+    ASSERT_EQ(register_all(&c, s), 0);
+    ASSERT_NE(s.where, nullptr);
+    EXPECT_STREQ(s.where, "eth9");
+    EXPECT_EQ(param_error(&c), "");
+    EXPECT_EQ(explain_invalid(&c, "drtest_strs_where names nothing"),
+              "invalid value for MCA parameter drtest_strs_where: \"eth9\" "
+              "(drtest_strs_where names nothing)");
 }
 
 }  // namespace

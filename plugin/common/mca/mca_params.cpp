@@ -34,8 +34,9 @@ std::array<ParamSpec, 4> btl_fault_specs(BtlFaultParams& p) noexcept {
 
 namespace {
 
-// One registered non-string parameter: the MCA base writes the user's text
-// into `text`; we parse it into the caller's typed storage.
+// One registered parameter. For a non-string one the MCA base writes the
+// user's text into `text` and we parse it into the caller's typed storage;
+// for a string one only what the user gave is kept (for explain_invalid).
 struct Registered {
     std::string owner;  // "<framework>_<component>": the component, by name
     std::string full_name;
@@ -135,12 +136,30 @@ mca_base_var_info_lvl_t level_of(const ParamSpec& p) noexcept {
     return static_cast<mca_base_var_info_lvl_t>(OPAL_INFO_LVL_1 + level - 1);
 }
 
-int register_string(const mca_base_component_2_1_0_t* component, const ParamSpec& p) noexcept {
+// Whether the user set the variable (environment, file, command line).
+bool set_by_user(int index) noexcept {
+    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+    if (mca_base_var_get_value(index, nullptr, &source, nullptr) != OPAL_SUCCESS)
+        return false;
+    return source != MCA_BASE_VAR_SOURCE_DEFAULT;
+}
+
+int register_string(const mca_base_component_2_1_0_t* component, const ParamSpec& p) {
     // The MCA base copies the default and frees/replaces on set.
     *static_cast<const char**>(p.storage) = p.string_default;
-    return mca_base_component_var_register(component, p.name, p.help, MCA_BASE_VAR_TYPE_STRING,
-                                           nullptr, 0, static_cast<mca_base_var_flag_t>(0),
-                                           level_of(p), MCA_BASE_VAR_SCOPE_READONLY, p.storage);
+    const int index = mca_base_component_var_register(
+        component, p.name, p.help, MCA_BASE_VAR_TYPE_STRING, nullptr, 0,
+        static_cast<mca_base_var_flag_t>(0), level_of(p), MCA_BASE_VAR_SCOPE_READONLY, p.storage);
+    if (index < 0)
+        return index;
+    // Kept so that a validate() message about it can name the value given.
+    Registered& r = slot_for(component, full_name_of(component, p.name));
+    r.index = index;
+    r.set = set_by_user(index);
+    const char* text = *static_cast<const char* const*>(p.storage);
+    r.given = r.set && text != nullptr ? text : "";
+    r.error.clear();
+    return index;
 }
 
 int register_parsed(const mca_base_component_2_1_0_t* component, const ParamSpec& p) {
@@ -167,10 +186,7 @@ int register_parsed(const mca_base_component_2_1_0_t* component, const ParamSpec
         r.text = nullptr;
         return r.index;
     }
-    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
-    if (mca_base_var_get_value(r.index, nullptr, &source, nullptr) != OPAL_SUCCESS)
-        source = MCA_BASE_VAR_SOURCE_DEFAULT;
-    if (source == MCA_BASE_VAR_SOURCE_DEFAULT)
+    if (!set_by_user(r.index))
         return r.index;
     r.set = true;
     // An empty value reaches us as NULL (the base stores no empty strings).
