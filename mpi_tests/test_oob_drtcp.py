@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import harness
+import oob_wire
 
 OOB = {"oob": "drtcp", "oob_drtcp_verbose": 20}
 
@@ -201,3 +202,39 @@ def test_parameters_listed_with_help(mpi):
                  "connect_attempts", "retry_delay", "keepalive_time", "keepalive_intvl",
                  "keepalive_probes", "verbose"):
         assert f"oob_drtcp_{name}" in result.stdout, name
+
+
+# ------------------------------------------------------------- hostile peers
+#
+# A stranger on this machine attacks mpirun's oob drtcp port while a
+# two-rank job runs (pmix_victim under pml dr over self,vader, issue 24's
+# set-up). Every connection of the stranger gets no reply and is closed
+# within a bound; the job goes on and finishes right with exit code 0.
+
+VICTIM_MCA = {**OOB, "pml": "dr", "btl": "self,vader"}
+
+
+def victim_ok(result, np: int = 2) -> None:
+    """The attacked job finished, right, and nothing crashed."""
+    out = result.stdout + result.stderr
+    assert result.rc == 0 and f"victim ok {np} " in result.stdout, result
+    assert not re.search(r"exited on signal|core dumped|Segmentation fault", out), result
+
+
+@pytest.mark.mpi_timeout(120)
+def test_forged_connect_of_a_daemon_that_does_not_exist(mpi, tmp_path):
+    """Issue 24's crash: a well-formed CONNECT (wire version 1, right CRC)
+    naming the job family and daemon vpid 1, which a one-host job does not
+    have. mpirun answered with its own CONNECT and died of SIGSEGV in the
+    errmgr when the stranger closed. Now: no reply, and the job ends with 0."""
+    with oob_wire.OobVictim(mpi, tmp_path, VICTIM_MCA, timeout=90) as job:
+        job.still_running()
+        s = oob_wire.connect(job.addr)
+        oob_wire.send_some(s, oob_wire.connect_v1(job.jobid, 1))
+        took, got = oob_wire.listen_for(s, 3.0)
+        s.close()
+        time.sleep(1.0)  # the stranger's close reached mpirun
+        result = job.finish()
+    assert got == b"", f"mpirun answered the forged CONNECT: {got.hex()}\n{result}"
+    victim_ok(result)
+    assert took is not None, "the forged connection was not closed within 3 s"
