@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 
+#include "admission.hpp"
 #include "oob.hpp"
 #include "route.hpp"
 #include "sockets.hpp"
@@ -190,6 +191,26 @@ void start_connection(Peer& p) {
          p.name.vpid, p.addrs[i].str().c_str(), p.ports[i], p.fsm.attempts());
 }
 
+// Whether `from`, wanting to reach `to`, may connect to us: ORTE's own
+// knowledge of the job's daemons, and our connections to it.
+core::Admission admission(const ProcName& from, const ProcName& to, bool reconnect) {
+    core::AdmissionFacts f;
+    f.me = name_of(*ORTE_PROC_MY_NAME);
+    f.num_daemons = static_cast<std::uint32_t>(orte_process_info.num_procs);
+    if (ORTE_PROC_IS_HNP && from.jobid == f.me.jobid && core::is_real(from)) {
+        orte_process_name_t n = orte_name(from);
+        f.known = orte_get_proc_object(&n) != nullptr;
+    }
+    const auto it = state().peers.find(key_of(from));
+    if (it != state().peers.end()) {
+        const Peer& p = *it->second;
+        f.connected = p.fsm.connected() && p.conn != nullptr;
+        f.connecting = p.fsm.state() == core::PeerState::Connecting ||
+                       p.fsm.state() == core::PeerState::ConnectAck;
+    }
+    return core::admit(f, from, to, reconnect);
+}
+
 // What the decoder of one connection finds.
 class Sink final : public core::StreamSink {
   public:
@@ -202,13 +223,14 @@ class Sink final : public core::StreamSink {
             act(*c_.peer, c_.peer->fsm.on_outgoing_connect());
             return true;
         }
-        // Only the daemons of our own job connect to us.
-        if (from.jobid != ORTE_PROC_MY_NAME->jobid || !core::is_real(from) ||
-            from == name_of(*ORTE_PROC_MY_NAME))
-            return refuse(from, "not a daemon of this job");
+        // Only a daemon of our job that ORTE knows, before anything is
+        // answered or handed to ORTE.
+        const core::Admission a = admission(from, name_of(*ORTE_PROC_MY_NAME), false);
+        if (a != core::Admission::Admit)
+            return refuse(from, a);
         Peer& p = peer_for(from);
         if (p.fsm.on_incoming_connect() == core::PeerFsm::Incoming::Refuse)
-            return refuse(from, "our own connection to it wins");
+            return refuse(from, core::Admission::LostRace);
         if (p.conn != nullptr && p.conn != &c_) {
             Connection* old = p.conn;
             old->peer = nullptr;  // closes quietly
@@ -233,6 +255,15 @@ class Sink final : public core::StreamSink {
         logf(state().log, LogLevel::Warn, "refused a connection from %u.%u: %s", from.jobid,
              from.vpid, why);
         return false;
+    }
+    bool refuse(const ProcName& from, core::Admission a) {
+        if (!core::hostile(a)) {
+            ++state().counters.races;
+            logf(state().log, LogLevel::Debug, "closed a connection from %u.%u: %s", from.jobid,
+                 from.vpid, core::to_string(a).data());
+            return false;
+        }
+        return refuse(from, core::to_string(a).data());
     }
     Connection& c_;
 };

@@ -87,7 +87,8 @@ struct Listener {
 
 struct Counters {
     std::uint64_t sent = 0, received = 0, relayed = 0;
-    std::uint64_t refused = 0;        // connections with a bad or unknown CONNECT
+    std::uint64_t refused = 0;        // connections from strangers: unknown or forged identity
+    std::uint64_t races = 0;          // simultaneous connects: the peer's lost (not counted as refused)
     std::uint64_t decode_errors = 0;  // connections closed for a protocol error
 };
 
