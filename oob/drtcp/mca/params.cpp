@@ -48,6 +48,12 @@ int register_params() noexcept {
                   ParamType::Unsigned, &r.keepalive_time_s, d.keepalive_time_s},
         ParamSpec{"keepalive_intvl", "Seconds between keepalive probes", ParamType::Unsigned,
                   &r.keepalive_intvl_s, d.keepalive_intvl_s},
+        ParamSpec{"auth",
+                  "For debugging only: false sends and accepts connection handshakes without "
+                  "checking that both ends hold the job's key (identities are still checked). "
+                  "Turning it off lets any local or network user who knows the job id join the "
+                  "job's launcher traffic; every daemon must use the same setting",
+                  ParamType::Bool, &r.auth, d.auth ? 1 : 0},
         ParamSpec{"keepalive_probes", "Unanswered probes before the connection is declared lost",
                   ParamType::Unsigned, &r.keepalive_probes, d.keepalive_probes},
     };
