@@ -176,3 +176,104 @@ def parse_uri(text: str) -> tuple[int, int, list[tuple[str, int]]]:
             addrs.append((host.strip("[]"), int(port)))
     assert addrs, f"no drtcp address in {text!r}"
     return jobid, vpid, addrs
+
+
+# ------------------------------------------------------------------ attacks
+#
+# Each runs against an OobVictim whose mpirun has oob_drtcp_connect_timeout
+# = DEADLINE s (the time an accepted connection has to complete its
+# handshake), checks what its connections saw, and returns how many
+# connections it made and the counters of mpirun's shutdown line (see
+# test_oob_drtcp.stats) it must have moved; the others stay 0.
+
+DEADLINE = 2   # seconds
+PROMPT = 1.5   # a refusal that does not wait for the deadline
+
+
+def random_bytes(job: OobVictim) -> dict[str, int]:
+    """20 connections send 16 B - 4 KiB of seeded noise (never the magic):
+    each closed at once, unanswered."""
+    import random
+    rng = random.Random(24)
+    for i in range(20):
+        noise = bytearray(rng.randbytes(rng.randint(16, 4096)))
+        if noise[:4] == MAGIC:
+            noise[0] ^= 0xFF
+        s = connect(job.addr)
+        send_some(s, bytes(noise))
+        closed_unanswered(s, PROMPT, f"noise {i}")
+    return {"connections": 20, "errors": 20}
+
+
+def huge_length(job: OobVictim) -> dict[str, int]:
+    """A message header announcing 4 GiB before any handshake, and 1 MiB of
+    zeros: closed at once, without mpirun reading (or buffering) it."""
+    header = struct.pack(">BBBBIIIIIII", 0xD9, 2, 1, 5, job.jobid, 1, job.jobid, 0, 1, 1,
+                         0xFFFFFFFF) + bytes(36)
+    for what, msg in (("4 GiB header", sealed(header)), ("1 MiB of zeros", bytes(1 << 20))):
+        s = connect(job.addr)
+        send_some(s, msg)
+        closed_unanswered(s, PROMPT, what)
+    return {"connections": 2, "errors": 2}
+
+
+def forged_unknown(job: OobVictim) -> dict[str, int]:
+    """Well-formed version 2 HELLOs for processes that are not daemons of
+    the job: daemon 1 of a one-host job, a daemon of another job family, a
+    rank of the job (its application job id), mpirun's own name, and a
+    HELLO for another receiver. No reply to any."""
+    me = (job.jobid, job.vpid)
+    for what, sender, receiver in (
+            ("daemon 1 of a one-host job", (job.jobid, 1), me),
+            ("another job family", (job.jobid ^ 0x10000, 1), me),
+            ("a rank", (job.jobid + 1, 0), me),
+            ("mpirun itself", me, me),
+            ("for another process", (job.jobid, 1), (job.jobid, 7))):
+        s = connect(job.addr)
+        send_some(s, handshake(HELLO, sender, receiver, nonce=bytes(range(16))))
+        closed_unanswered(s, PROMPT, what)
+    return {"connections": 5, "refused": 5, "identity": 5}
+
+
+def half_open(job: OobVictim) -> dict[str, int]:
+    """One connection that sends nothing: closed at the deadline; one that
+    shuts its sending side at once: closed when mpirun sees EOF."""
+    silent = connect(job.addr)
+    shut = connect(job.addr)
+    shut.shutdown(socket.SHUT_WR)
+    closed_unanswered(shut, PROMPT, "shut for writing")
+    took = closed_unanswered(silent, DEADLINE + 3, "silent")
+    assert took >= DEADLINE - 1.1, f"silent: closed after {took:.1f} s, before the deadline"
+    return {"connections": 2, "refused": 1, "late": 1}
+
+
+def slow(job: OobVictim) -> dict[str, int]:
+    """A HELLO sent one byte a second: closed at the deadline, long before
+    it is complete."""
+    msg = handshake(HELLO, (job.jobid, 1), (job.jobid, job.vpid))
+    s = connect(job.addr)
+    start = time.monotonic()
+    sent = 0
+    while sent < len(msg) and time.monotonic() - start < DEADLINE + 3:
+        send_some(s, msg[sent:sent + 1])
+        sent += 1
+        if select.select([s], [], [], 1.0)[0]:
+            break
+    closed_unanswered(s, 0.5, f"one byte a second ({sent} bytes sent)")
+    assert sent < len(msg), "one byte a second: the whole HELLO went through"
+    return {"connections": 1, "refused": 1, "late": 1}
+
+
+def crowd(job: OobVictim, n: int = 200) -> dict[str, int]:
+    """n connections at once that say nothing: past 64 waiting the oldest
+    goes, the rest at the deadline; the job runs on meanwhile."""
+    socks = [connect(job.addr) for _ in range(n)]
+    job.still_running()
+    deadline = time.monotonic() + DEADLINE + 5
+    for i, s in enumerate(socks):
+        closed_unanswered(s, max(deadline - time.monotonic(), 0.1), f"crowd member {i}")
+    return {"connections": n, "refused": n, "late": n}
+
+
+ATTACKS = {f.__name__: f for f in (random_bytes, huge_length, forged_unknown, half_open, slow,
+                                   crowd)}
