@@ -201,7 +201,7 @@ def test_parameters_listed_with_help(mpi):
     result.check()
     for name in ("if_include", "if_exclude", "static_ports", "max_msg_size", "connect_timeout",
                  "connect_attempts", "retry_delay", "keepalive_time", "keepalive_intvl",
-                 "keepalive_probes", "verbose"):
+                 "keepalive_probes", "auth", "verbose"):
         assert f"oob_drtcp_{name}" in result.stdout, name
 
 

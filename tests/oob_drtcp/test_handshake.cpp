@@ -53,7 +53,9 @@ struct Pair {
     LinkHandshake init;
     LinkHandshake acc;
     Pair(auth::Key i, auth::Key a, bool on = true, bool reconnect = false)
-        : ki(i), ka(a), auth(on),
+        : ki(i),
+          ka(a),
+          auth(on),
           init({LinkRole::Initiator, kD1, kHnp, &ki, on, reconnect}, NullLogSink::instance()),
           acc({LinkRole::Acceptor, kHnp, {}, &ka, on, false}, NullLogSink::instance()) {}
 };

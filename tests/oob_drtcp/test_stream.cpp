@@ -29,8 +29,7 @@ struct Got final : StreamSink {
     void on_bye() override { ++byes; }
 };
 
-void append_connect(std::vector<std::uint8_t>& s, ProcName who,
-                    HsType type = HsType::Hello) {
+void append_connect(std::vector<std::uint8_t>& s, ProcName who, HsType type = HsType::Hello) {
     HandshakeFrame f;
     f.type = type;
     f.sender = who;

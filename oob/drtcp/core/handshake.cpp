@@ -187,8 +187,8 @@ Result<LinkHandshake::Step> LinkHandshake::on_reply(const HandshakeFrame& f,
 
 Result<LinkHandshake::Step> LinkHandshake::on_confirm(const HandshakeFrame& f) noexcept {
     if (f.sender != peer_ || f.receiver != me_)
-        return fail(refuse(Refusal::Protocol,
-                           {ErrorCode::UnknownPeer, "CONFIRM names other processes"}));
+        return fail(
+            refuse(Refusal::Protocol, {ErrorCode::UnknownPeer, "CONFIRM names other processes"}));
     if (auto ok = hs_.on_confirm(f.mac); !ok)
         return fail(refuse(Refusal::Key, ok.error()));
     transition(LinkState::Open, "CONFIRM verified");

@@ -72,7 +72,9 @@ class LinkHandshake {
     [[nodiscard]] LinkRole role() const noexcept { return role_; }
     // The peer: the dialed process, or (acceptor) who the HELLO claimed.
     [[nodiscard]] const ProcName& peer() const noexcept { return peer_; }
-    [[nodiscard]] bool peer_claimed() const noexcept { return role_ == LinkRole::Initiator || state_ != LinkState::Start; }
+    [[nodiscard]] bool peer_claimed() const noexcept {
+        return role_ == LinkRole::Initiator || state_ != LinkState::Start;
+    }
     [[nodiscard]] Refusal refusal() const noexcept { return refusal_; }
     [[nodiscard]] Admission admission() const noexcept { return admission_; }
 
@@ -87,7 +89,8 @@ class LinkHandshake {
     void transition(LinkState to, const char* reason) noexcept;
     plugin::common::Error refuse(Refusal why, plugin::common::Error e) noexcept;
     plugin::common::auth::Binding binding() const noexcept;
-    Result<Step> on_hello(const HandshakeFrame& f, Admitter& a, std::span<std::uint8_t> out) noexcept;
+    Result<Step> on_hello(const HandshakeFrame& f, Admitter& a,
+                          std::span<std::uint8_t> out) noexcept;
     Result<Step> on_reply(const HandshakeFrame& f, std::span<std::uint8_t> out) noexcept;
     Result<Step> on_confirm(const HandshakeFrame& f) noexcept;
 

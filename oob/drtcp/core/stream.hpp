@@ -1,11 +1,12 @@
 // oob drtcp: reassembly of the byte stream of one connection (sans I/O).
 // The adapter reads whatever the kernel has, in pieces of any size, and
-// feeds it here; the decoder hands out the peer's CONNECT once, then one
-// message at a time, header first and the payload once it is whole (its
-// size comes from the header and is bounded by the receiver's maximum, so an
-// absurd length is a protocol error, never an allocation). A message wholly
-// inside one read is handed out in place; one split across reads is
-// assembled in a buffer of at most kHeaderSize + max_nbytes bytes.
+// feeds it here; the decoder hands out the handshake frames (their first 8
+// bytes checked as soon as they arrive) until the sink says the handshake is
+// complete, then one message at a time, header first and the payload once
+// it is whole (its size comes from the header and is bounded by the
+// receiver's maximum, so an absurd length is a protocol error, never an allocation). A message
+// wholly inside one read is handed out in place; one split across reads is assembled in a buffer of
+// at most kHeaderSize + max_nbytes bytes.
 //
 // After a protocol error or a refused handshake the decoder is Failed for
 // good and consumes nothing more: the adapter closes the connection.

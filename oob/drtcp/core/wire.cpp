@@ -51,7 +51,8 @@ std::string_view to_string(HsType t) noexcept {
     return "?";
 }
 
-Result<std::size_t> encode_handshake(const HandshakeFrame& f, std::span<std::uint8_t> out) noexcept {
+Result<std::size_t> encode_handshake(const HandshakeFrame& f,
+                                     std::span<std::uint8_t> out) noexcept {
     if (out.size() < kHandshakeSize)
         return fail(ErrorCode::NoSpace, "buffer shorter than a handshake frame");
     ByteWriter w(out.first(kHandshakeSize));

@@ -100,9 +100,8 @@ int setup_key() noexcept {
         s.key = *k;
         const std::string hex = auth::to_hex(*k);
         if (::setenv(auth::kJobKeyEnv, hex.c_str(), 1) != 0 ||
-            (orte_launch_environ != nullptr &&
-             opal_setenv(auth::kJobKeyEnv, hex.c_str(), true, &orte_launch_environ) !=
-                 OPAL_SUCCESS)) {
+            (orte_launch_environ != nullptr && opal_setenv(auth::kJobKeyEnv, hex.c_str(), true,
+                                                           &orte_launch_environ) != OPAL_SUCCESS)) {
             logf(s.log, LogLevel::Error, "cannot put the job key into the launch environment");
             return ORTE_ERROR;
         }

@@ -143,7 +143,7 @@ void act(Peer& p, core::PeerFsm::Action a) {
     arm_timer();
 }
 
-// Closes `c` (after a protocol error, EOF, a refused CONNECT, a lost race
+// Closes `c` (after a protocol error, EOF, a refused handshake, a lost race
 // or a failed attempt) and tells its peer's state machine.
 // Stops a connection's events and closes its socket.
 void shut(Connection& c) {
@@ -266,9 +266,8 @@ void count_refusal(const Connection& c, const core::HandshakeFrame& f,
             ++s.counters.decode_errors;
             break;
     }
-    const std::string_view detail = why == core::Refusal::Identity
-                                        ? core::to_string(c.hs.admission())
-                                        : e.message;
+    const std::string_view detail =
+        why == core::Refusal::Identity ? core::to_string(c.hs.admission()) : e.message;
     logf(s.log, LogLevel::Warn, "refused a connection (%s %u.%u -> %u.%u): %.*s",
          core::to_string(f.type).data(), f.sender.jobid, f.sender.vpid, f.receiver.jobid,
          f.receiver.vpid, static_cast<int>(detail.size()), detail.data());
@@ -314,8 +313,8 @@ class Sink final : public core::StreamSink {
         Peer& p = peer_for(from);
         if (p.fsm.on_incoming_connect() == core::PeerFsm::Incoming::Refuse) {
             ++s.counters.races;
-            logf(s.log, LogLevel::Debug, "closed a connection from %u.%u: our own wins",
-                 from.jobid, from.vpid);
+            logf(s.log, LogLevel::Debug, "closed a connection from %u.%u: our own wins", from.jobid,
+                 from.vpid);
             return false;
         }
         if (p.conn != nullptr && p.conn != &c_) {
@@ -405,7 +404,7 @@ void on_write(int, short, void* arg) {
     }
 }
 
-// Accepted connections still waiting for their CONNECT, at most: a caller
+// Accepted connections still in their handshake, at most: a caller
 // that connects and stays silent cannot pile up sockets; the oldest goes.
 constexpr std::size_t kMaxUnidentified = 64;
 

@@ -96,8 +96,8 @@ struct Listener {
 
 struct Counters {
     std::uint64_t sent = 0, received = 0, relayed = 0;
-    std::uint64_t refused = 0;        // connections from strangers: unknown or forged identity
-    std::uint64_t races = 0;          // simultaneous connects: the peer's lost (not counted as refused)
+    std::uint64_t refused = 0;  // connections from strangers: unknown or forged identity
+    std::uint64_t races = 0;    // simultaneous connects: the peer's lost (not counted as refused)
     std::uint64_t refused_identity = 0;  // of `refused`: not a daemon of the job, or a duplicate
     std::uint64_t refused_key = 0;       // of `refused`: a MAC that does not prove the job's key
     std::uint64_t late = 0;  // of `refused`: no complete handshake in time, or too many waiting
@@ -106,7 +106,7 @@ struct Counters {
 
 struct State {
     core::RawParams raw;
-    plugin::common::auth::Key key{};    // the job's key (mpirun draws it)
+    plugin::common::auth::Key key{};  // the job's key (mpirun draws it)
     core::Config config;
     plugin::common::OpalLogSink log;
     std::vector<plugin::common::LocalIf> ifs;  // addresses we publish

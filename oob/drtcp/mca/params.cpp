@@ -28,7 +28,9 @@ int register_params() noexcept {
         ParamSpec{"max_msg_size",
                   "Largest message accepted, in MiB (a longer one closes the connection)",
                   ParamType::Unsigned, &r.max_msg_size_mb, d.max_msg_size_mb},
-        ParamSpec{"connect_timeout", "Milliseconds an attempt may take until the peer's CONNECT",
+        ParamSpec{"connect_timeout",
+                  "Milliseconds an attempt may take until the handshake is complete (also the "
+                  "time an accepted connection has to complete it)",
                   ParamType::Unsigned, &r.connect_timeout_ms, d.connect_timeout_ms},
         ParamSpec{"connect_attempts",
                   "Attempts in a row before a peer is reported unreachable (FAILED_TO_CONNECT)",
