@@ -161,7 +161,7 @@ void close_connection(Connection* c) {
     Peer* p = c->peer;
     // An accepted connection that was about to become the peer's: messages
     // held for it need a connection of their own now.
-    const bool pending = !c->outgoing && c->hs.state() == core::LinkState::ReplySent;
+    const bool pending = !c->outgoing && c->replied && p == nullptr;
     const ProcName claimed = c->hs.peer();
     auto it = std::find_if(s.conns.begin(), s.conns.end(),
                            [c](const std::unique_ptr<Connection>& x) { return x.get() == c; });
@@ -287,8 +287,10 @@ class Sink final : public core::StreamSink {
             count_refusal(c_, f, step.error());
             return HsStep::Refuse;
         }
-        if (step->send)
+        if (step->send) {
             queue_frame(c_, c_.outgoing ? 1 : 0);
+            c_.replied = !c_.outgoing;
+        }
         if (!step->open)
             return HsStep::More;
         if (c_.outgoing) {

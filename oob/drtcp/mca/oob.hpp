@@ -67,6 +67,7 @@ struct Connection {
     core::LinkHandshake hs;
     // Our handshake frames while they are queued (HELLO then CONFIRM, or REPLY).
     std::uint8_t hs_frames[2][core::kHandshakeSize] = {};
+    bool replied = false;  // accepted: our REPLY went out (messages for the peer may wait for it)
     // Accepted: the handshake must be complete by then, or the connection goes.
     plugin::common::Micros deadline = plugin::common::kNever;
 
