@@ -595,7 +595,8 @@ OOB_DRTCP_RAIL_A = {"oob": "drtcp", "oob_drtcp_if_include": RAIL_A, "oob_drtcp_v
 @pytest.mark.parametrize("btl", ["self,tcp", "self,drtcp"])
 def test_runtime_over_oob_drtcp_across_hosts(cluster, mpi, btl):
     """mpirun and the daemons of 4 hosts talk over oob drtcp (rail A): the
-    launch, the modex, I/O forwarding and the teardown all go through it."""
+    launch, the modex, I/O forwarding and the teardown all go through it,
+    on connections authenticated with the job's key."""
     mca = {"pml": "dr", "btl": btl, "btl_tcp_if_include": BOTH_RAILS,
            "btl_drtcp_if_include": BOTH_RAILS, **OOB_DRTCP_RAIL_A}
     result = cluster.run(mpi, "rail_transfer", np=8, args=[20, 1 << 20], mca=mca)
@@ -605,6 +606,10 @@ def test_runtime_over_oob_drtcp_across_hosts(cluster, mpi, btl):
     counters = re.findall(r"\[oob:drtcp\] sent (\d+), received (\d+)", text)
     assert len(counters) == HOSTS, result  # mpirun and three daemons
     assert all(int(s) > 0 and int(r) > 0 for s, r in counters), result
+    # Every daemon got the job's key through the launch agent's environment:
+    # all handshakes passed (issue 24).
+    refused = re.findall(r"\[oob:drtcp\] sent .* refused (\d+) connections", text)
+    assert refused == ["0"] * HOSTS, result
 
 
 @pytest.mark.mpi_timeout(120)

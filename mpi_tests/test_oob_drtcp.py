@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import harness
+import oob_wire
 
 OOB = {"oob": "drtcp", "oob_drtcp_verbose": 20}
 
@@ -37,9 +38,10 @@ def _needs_oob_drtcp(components):
 
 def stats(text: str) -> list[dict[str, int]]:
     """The per-process counters every drtcp process prints at shutdown."""
-    keys = ("sent", "received", "relayed", "refused", "errors")
-    rx = (r"sent (\d+), received (\d+), relayed (\d+) messages; refused (\d+) connections, "
-          r"(\d+) protocol errors")
+    keys = ("sent", "received", "relayed", "refused", "identity", "key", "late", "errors",
+            "races")
+    rx = (r"sent (\d+), received (\d+), relayed (\d+) messages; refused (\d+) connections "
+          r"\(identity (\d+), key (\d+), late (\d+)\), (\d+) protocol errors, (\d+) races")
     return [dict(zip(keys, map(int, m))) for m in re.findall(rx, text)]
 
 
@@ -163,7 +165,7 @@ def test_silent_callers_are_bounded(mpi):
     expect(result, "demo ok")
     assert outcome.get("opened") == 70, outcome
     assert outcome.get("oldest_closed"), outcome
-    assert "too many connections without CONNECT" in result.stdout + result.stderr, result
+    assert "too many connections without a handshake" in result.stdout + result.stderr, result
 
 
 @pytest.mark.mpi_timeout(120)
@@ -199,5 +201,133 @@ def test_parameters_listed_with_help(mpi):
     result.check()
     for name in ("if_include", "if_exclude", "static_ports", "max_msg_size", "connect_timeout",
                  "connect_attempts", "retry_delay", "keepalive_time", "keepalive_intvl",
-                 "keepalive_probes", "verbose"):
+                 "keepalive_probes", "auth", "verbose"):
         assert f"oob_drtcp_{name}" in result.stdout, name
+
+
+# ------------------------------------------------------------- hostile peers
+#
+# A stranger on this machine attacks mpirun's oob drtcp port while a
+# two-rank job runs (pmix_victim under pml dr over self,vader, issue 24's
+# set-up). Every connection of the stranger gets no reply and is closed
+# within a bound; the job goes on and finishes right with exit code 0.
+
+VICTIM_MCA = {**OOB, "pml": "dr", "btl": "self,vader"}
+
+
+def victim_ok(result, np: int = 2) -> None:
+    """The attacked job finished, right, and nothing crashed."""
+    out = result.stdout + result.stderr
+    assert result.rc == 0 and f"victim ok {np} " in result.stdout, result
+    assert not re.search(r"exited on signal|core dumped|Segmentation fault", out), result
+
+
+@pytest.mark.mpi_timeout(120)
+def test_forged_connect_of_a_daemon_that_does_not_exist(mpi, tmp_path):
+    """Issue 24's crash: a well-formed CONNECT (wire version 1, right CRC)
+    naming the job family and daemon vpid 1, which a one-host job does not
+    have. mpirun answered with its own CONNECT and died of SIGSEGV in the
+    errmgr when the stranger closed. Now: no reply, and the job ends with 0."""
+    with oob_wire.OobVictim(mpi, tmp_path, VICTIM_MCA, timeout=90) as job:
+        job.still_running()
+        s = oob_wire.connect(job.addr)
+        oob_wire.send_some(s, oob_wire.connect_v1(job.jobid, 1))
+        took, got = oob_wire.listen_for(s, 3.0)
+        s.close()
+        time.sleep(1.0)  # the stranger's close reached mpirun
+        result = job.finish()
+    assert got == b"", f"mpirun answered the forged CONNECT: {got.hex()}\n{result}"
+    victim_ok(result)
+    assert took is not None, "the forged connection was not closed within 3 s"
+
+
+HOSTILE_MCA = {**VICTIM_MCA, "oob_drtcp_connect_timeout": oob_wire.DEADLINE * 1000}
+
+
+@pytest.mark.mpi_timeout(240)
+@pytest.mark.parametrize("attack", oob_wire.ATTACKS)
+def test_hostile_clients_while_a_job_runs(mpi, tmp_path, attack):
+    """While a two-rank job runs, a stranger of the same user attacks
+    mpirun's oob drtcp port (see oob_wire: noise, huge lengths, forged
+    HELLOs for processes outside the job, half-open, one byte a second, 200
+    at once). Each connection is closed without a reply within a bound; the
+    job runs on and finishes right with 0; mpirun counts exactly those
+    connections."""
+    with oob_wire.OobVictim(mpi, tmp_path, HOSTILE_MCA) as job:
+        job.still_running()
+        expected = oob_wire.ATTACKS[attack](job)
+        expected.pop("connections")
+        job.still_running()
+        result = job.finish()
+    victim_ok(result)
+    [c] = stats(result.stdout + result.stderr)  # mpirun only
+    moved = {k: c[k] for k in ("refused", "identity", "key", "late", "errors")}
+    zero = {"refused": 0, "identity": 0, "key": 0, "late": 0, "errors": 0}
+    assert moved == {**zero, **expected}, result
+
+
+@pytest.mark.mpi_timeout(180)
+def test_forged_hellos_for_real_daemons_without_the_key(mpi, tmp_path, fake_hosts):
+    """With a real daemon (vpid 1, on a fake remote host) connected:
+    a HELLO in its name gets no reply (already connected); one claiming a
+    reconnect passes identity and fails the MAC (no reply either); one in
+    mpirun's own name is refused. The job finishes right with 0."""
+    mca = {**OOB, "pml": "dr", "btl": "self,tcp",
+           "oob_drtcp_connect_timeout": oob_wire.DEADLINE * 1000}
+    with oob_wire.OobVictim(mpi, tmp_path, mca, mpirun_args=tuple(fake_hosts(1))) as job:
+        job.still_running()
+        me = (job.jobid, job.vpid)
+        for what, frame in (
+                ("daemon 1, connected", oob_wire.handshake(oob_wire.HELLO, (job.jobid, 1), me)),
+                ("daemon 1, reconnect", oob_wire.handshake(
+                    oob_wire.HELLO, (job.jobid, 1), me, nonce=bytes(16), mac=bytes(range(32)),
+                    flags=oob_wire.FLAG_RECONNECT)),
+                ("mpirun", oob_wire.handshake(oob_wire.HELLO, me, me))):
+            s = oob_wire.connect(job.addr)
+            oob_wire.send_some(s, frame)
+            oob_wire.closed_unanswered(s, oob_wire.PROMPT, what)
+        job.still_running()
+        result = job.finish()
+    victim_ok(result)
+    counters = stats(result.stdout + result.stderr)
+    assert len(counters) == 2, result  # mpirun and the daemon
+    hnp = counters[0] if counters[0]["refused"] else counters[1]
+    assert (hnp["refused"], hnp["identity"], hnp["key"]) == (3, 2, 1), result
+    assert sum(c["refused"] + c["errors"] for c in counters) == 3, result
+
+
+@pytest.mark.mpi_timeout(120)
+def test_the_key_reaches_daemons_and_ranks_by_environment_only(mpi, tmp_path, fake_hosts):
+    """mpirun's key is in the environment of its daemons and of the ranks
+    (hex, 64 characters, the same everywhere), never on a command line."""
+    script = tmp_path / "show_key.sh"
+    script.write_text("#!/bin/sh\necho \"key=${DR_JOB_KEY:-none}\"\n"
+                      "for p in $(pgrep -f orted); do tr '\\0' ' ' < /proc/$p/cmdline; echo; done\n")
+    script.chmod(0o755)
+    result = mpi.run([str(script)], np=2, mca={**OOB, "btl": "self,tcp"},
+                     mpirun_args=fake_hosts(1))
+    result.check()
+    keys = set(re.findall(r"^key=(\S+)$", result.stdout, re.M))
+    assert len(keys) == 1 and re.fullmatch(r"[0-9a-f]{64}", next(iter(keys))), result
+    assert next(iter(keys)) not in result.stdout.replace(f"key={next(iter(keys))}", ""), result
+    assert os.environ.get("DR_JOB_KEY") not in keys
+
+
+@pytest.mark.mpi_timeout(120)
+def test_auth_off_still_checks_identity(mpi, tmp_path, fake_hosts):
+    """oob_drtcp_auth=0 (debugging): daemons connect without MACs; the
+    forged CONNECT of issue 24 and an unknown daemon's HELLO are still
+    refused unanswered."""
+    mca = {**OOB, "pml": "ob1", "btl": "self,tcp", "oob_drtcp_auth": 0}
+    with oob_wire.OobVictim(mpi, tmp_path, mca, mpirun_args=tuple(fake_hosts(1))) as job:
+        job.still_running()
+        for frame in (oob_wire.connect_v1(job.jobid, 2),
+                      oob_wire.handshake(oob_wire.HELLO, (job.jobid, 2), (job.jobid, 0))):
+            s = oob_wire.connect(job.addr)
+            oob_wire.send_some(s, frame)
+            oob_wire.closed_unanswered(s, oob_wire.PROMPT, frame[:6].hex())
+        result = job.finish()
+    victim_ok(result)
+    counters = stats(result.stdout + result.stderr)
+    assert sum(c["identity"] for c in counters) == 1, result
+    assert sum(c["errors"] for c in counters) == 1, result

@@ -206,9 +206,20 @@ pml::MatchFields match(const Bytes& payload, bool csum) {
 
 void oob_seeds(std::vector<SeedFile>& out) {
     // fuzz_oob_drtcp_stream: | ctrl | max_kib | read | stream |
-    Bytes s(oobw::kConnectSize);
-    if (!oobw::encode_connect({7, 1}, s))
-        die("oob CONNECT does not encode");
+    // A HELLO from daemon 1 to daemon 0 of job 7 and a CONFIRM, MACs zero
+    // (authentication off: ctrl bit 1 clear), then messages.
+    Bytes s(2 * oobw::kHandshakeSize);
+    oobw::HandshakeFrame hello;
+    hello.type = oobw::HsType::Hello;
+    hello.sender = {7, 1};
+    hello.receiver = {7, 0};
+    hello.nonce.fill(0x33);
+    oobw::HandshakeFrame confirm = hello;
+    confirm.type = oobw::HsType::Confirm;
+    confirm.nonce.fill(0);
+    if (!oobw::encode_handshake(hello, s) ||
+        !oobw::encode_handshake(confirm, std::span(s).subspan(oobw::kHandshakeSize)))
+        die("oob handshake does not encode");
     const auto message = [&](std::uint32_t tag, const Bytes& payload, const char* routed) {
         oobw::Header h;
         h.origin = {7, 1};
@@ -235,7 +246,16 @@ void oob_seeds(std::vector<SeedFile>& out) {
     seed("messages_one_read", 0, 4, 0, s);
     seed("messages_split", 0, 4, 13, s);
     seed("too_long_for_max", 0, 1, 50, s);
-    seed("refused_connect", 1, 4, 7, s);
+    seed("refused_hello", 1, 4, 7, s);
+    seed("forged_mac", 2, 4, 0, s);
+    seed("unknown_daemon", 0, 4, 0, [&] {
+        Bytes u = s;
+        oobw::HandshakeFrame h = hello;
+        h.sender = {7, 9};
+        if (!oobw::encode_handshake(h, u))
+            die("oob handshake does not encode");
+        return u;
+    }());
     Bytes bye = s;
     oobw::Header h;
     h.kind = oobw::Kind::Bye;

@@ -16,9 +16,12 @@ struct Got final : StreamSink {
     std::vector<std::pair<Header, std::vector<std::uint8_t>>> messages;
     int byes = 0;
     bool accept = true;
-    bool on_connect(const ProcName& from) override {
-        connects.push_back(from);
-        return accept;
+    int frames_to_open = 1;  // handshake frames before messages
+    HsStep on_handshake(const HandshakeFrame& f) override {
+        connects.push_back(f.sender);
+        if (!accept)
+            return HsStep::Refuse;
+        return static_cast<int>(connects.size()) < frames_to_open ? HsStep::More : HsStep::Open;
     }
     void on_message(const Header& h, std::span<const std::uint8_t> p) override {
         messages.emplace_back(h, std::vector<std::uint8_t>(p.begin(), p.end()));
@@ -26,10 +29,17 @@ struct Got final : StreamSink {
     void on_bye() override { ++byes; }
 };
 
-void append_connect(std::vector<std::uint8_t>& s, ProcName who) {
-    std::uint8_t b[kConnectSize];
-    ASSERT_TRUE(encode_connect(who, b).has_value());
-    s.insert(s.end(), b, b + kConnectSize);
+void append_connect(std::vector<std::uint8_t>& s, ProcName who, HsType type = HsType::Hello) {
+    HandshakeFrame f;
+    f.type = type;
+    f.sender = who;
+    f.receiver = {who.jobid, 0};
+    if (type != HsType::Confirm)
+        f.nonce.fill(0x5A);
+    f.mac.fill(0xA5);
+    std::uint8_t b[kHandshakeSize];
+    ASSERT_TRUE(encode_handshake(f, b).has_value());
+    s.insert(s.end(), b, b + kHandshakeSize);
 }
 
 void append_message(std::vector<std::uint8_t>& s, const Header& h,
@@ -110,6 +120,50 @@ TEST(OobStream, RefusedOrGarbageFirstBytesFail) {
     StreamDecoder d2(1 << 20);
     EXPECT_FALSE(d2.feed(http, got).has_value());
     EXPECT_TRUE(got.connects.empty());
+}
+
+TEST(OobStream, TwoHandshakeFramesThenMessagesInAnySplit) {
+    std::vector<std::uint8_t> s;
+    append_connect(s, {4, 2});
+    append_connect(s, {4, 2}, HsType::Confirm);
+    Header h;
+    h.nbytes = 3;
+    append_message(s, h, {1, 2, 3});
+    for (std::size_t piece = 1; piece <= s.size(); ++piece) {
+        Got got;
+        got.frames_to_open = 2;
+        StreamDecoder d(1 << 20);
+        for (std::size_t at = 0; at < s.size(); at += piece)
+            ASSERT_TRUE(d.feed(std::span(s).subspan(at, std::min(piece, s.size() - at)), got));
+        ASSERT_EQ(got.connects.size(), 2u);
+        ASSERT_EQ(got.messages.size(), 1u) << piece;
+    }
+}
+
+TEST(OobStream, AWrongStartFailsAtItsEighthByte) {
+    // Issue 24's version 1 CONNECT: magic right, version 1.
+    const std::uint8_t v1[] = {'D', 'R', 'O', 'B', 1, 0, 0, 0, 0x46, 0xCE, 0, 0};
+    for (const std::size_t first : {1ul, 7ul}) {
+        Got got;
+        StreamDecoder d(1 << 20);
+        ASSERT_TRUE(d.feed(std::span(v1).first(first), got).has_value());
+        auto r = d.feed(std::span(v1).subspan(first, 8 - first), got);
+        ASSERT_FALSE(r.has_value()) << first;
+        EXPECT_EQ(r.error().code, plugin::common::ErrorCode::BadVersion);
+        EXPECT_EQ(d.held(), 0u);
+        EXPECT_TRUE(got.connects.empty());
+    }
+    // A frame type unknown, and flags on a REPLY.
+    for (const std::uint8_t bad : {std::uint8_t{0}, std::uint8_t{4}}) {
+        const std::uint8_t p[] = {'D', 'R', 'O', 'B', kVersion, bad, 0, 0};
+        Got got;
+        StreamDecoder d(1 << 20);
+        EXPECT_EQ(d.feed(p, got).error().code, plugin::common::ErrorCode::BadType);
+    }
+    const std::uint8_t flags[] = {'D', 'R', 'O', 'B', kVersion, 2, kFlagReconnect, 0};
+    Got got;
+    StreamDecoder d(1 << 20);
+    EXPECT_EQ(d.feed(flags, got).error().code, plugin::common::ErrorCode::BadField);
 }
 
 TEST(OobStream, BytesAfterByeFail) {

@@ -1,5 +1,5 @@
 // oob drtcp wire codec: round trips, and every truncation, single-bit change
-// and reserved/field violation of CONNECT and message headers is refused.
+// and reserved/field violation of handshake frames and message headers is refused.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -24,17 +24,60 @@ Header sample() {
     return h;
 }
 
-TEST(OobWire, ConnectRoundTripAndEveryBitMatters) {
-    std::vector<std::uint8_t> b(kConnectSize);
-    ASSERT_EQ(encode_connect({7, 3}, b).value(), kConnectSize);
-    EXPECT_EQ(decode_connect(b).value(), (ProcName{7, 3}));
-    for (std::size_t n = 0; n < kConnectSize; ++n)
-        EXPECT_FALSE(decode_connect(std::span(b).first(n)).has_value()) << n;
+HandshakeFrame hello_sample() {
+    HandshakeFrame f;
+    f.type = HsType::Hello;
+    f.flags = kFlagReconnect;
+    f.sender = {0x46CE0000, 3};
+    f.receiver = {0x46CE0000, 0};
+    for (std::size_t i = 0; i < f.nonce.size(); ++i)
+        f.nonce[i] = static_cast<std::uint8_t>(i + 1);
+    for (std::size_t i = 0; i < f.mac.size(); ++i)
+        f.mac[i] = static_cast<std::uint8_t>(0x80 + i);
+    return f;
+}
+
+TEST(OobWire, HandshakeRoundTripAndEveryBitMatters) {
+    std::vector<std::uint8_t> b(kHandshakeSize);
+    const HandshakeFrame f = hello_sample();
+    ASSERT_EQ(encode_handshake(f, b).value(), kHandshakeSize);
+    // Golden prefix: magic, version 2, HELLO, reconnect, reserved.
+    EXPECT_EQ(std::vector<std::uint8_t>(b.begin(), b.begin() + 8),
+              (std::vector<std::uint8_t>{0x44, 0x52, 0x4F, 0x42, 2, 1, 1, 0}));
+    auto d = decode_handshake(b);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->type, f.type);
+    EXPECT_EQ(d->flags, f.flags);
+    EXPECT_EQ(d->sender, f.sender);
+    EXPECT_EQ(d->receiver, f.receiver);
+    EXPECT_EQ(d->nonce, f.nonce);
+    EXPECT_EQ(d->mac, f.mac);
+    for (std::size_t n = 0; n < kHandshakeSize; ++n)
+        EXPECT_FALSE(decode_handshake(std::span(b).first(n)).has_value()) << n;
     for (std::size_t i = 0; i < b.size() * 8; ++i) {
         auto c = b;
         c[i / 8] ^= static_cast<std::uint8_t>(1u << (i % 8));
-        EXPECT_FALSE(decode_connect(c).has_value()) << "bit " << i;
+        EXPECT_FALSE(decode_handshake(c).has_value()) << "bit " << i;
     }
+}
+
+TEST(OobWire, HandshakeFieldRules) {
+    std::vector<std::uint8_t> b(kHandshakeSize);
+    HandshakeFrame f = hello_sample();
+    f.type = HsType::Reply;  // flags only on HELLO
+    ASSERT_TRUE(encode_handshake(f, b).has_value());
+    EXPECT_EQ(decode_handshake(b).error().code, ErrorCode::BadField);
+    f.flags = 0;
+    f.type = HsType::Confirm;  // no nonce in CONFIRM
+    ASSERT_TRUE(encode_handshake(f, b).has_value());
+    EXPECT_EQ(decode_handshake(b).error().code, ErrorCode::BadField);
+    f.nonce.fill(0);
+    ASSERT_TRUE(encode_handshake(f, b).has_value());
+    EXPECT_TRUE(decode_handshake(b).has_value());
+    f.type = HsType::Hello;
+    f.flags = 2;  // unknown flag
+    ASSERT_TRUE(encode_handshake(f, b).has_value());
+    EXPECT_EQ(decode_handshake(b).error().code, ErrorCode::BadField);
 }
 
 TEST(OobWire, HeaderRoundTrip) {
@@ -92,7 +135,7 @@ TEST(OobWire, RandomBytesNeverDecode) {
             x = static_cast<std::uint8_t>(rng());
         b[0] = kSync;  // get past the first check now and then
         EXPECT_FALSE(decode_header(b, 1 << 20).has_value());
-        EXPECT_FALSE(decode_connect(std::span(b).first(kConnectSize)).has_value());
+        EXPECT_FALSE(decode_handshake(std::span(b).first(kHandshakeSize)).has_value());
     }
 }
 

@@ -62,6 +62,7 @@ std::string validate(const RawParams& raw, Config& out) {
     c.keepalive_time_s = raw.keepalive_time_s;
     c.keepalive_intvl_s = raw.keepalive_intvl_s;
     c.keepalive_probes = raw.keepalive_probes;
+    c.auth = raw.auth;
     out = std::move(c);
     return {};
 }

@@ -21,6 +21,7 @@ struct RawParams {
     unsigned keepalive_time_s = 300;   // 0: no keepalive
     unsigned keepalive_intvl_s = 20;
     unsigned keepalive_probes = 9;
+    bool auth = true;  // false: handshake MACs not checked (debugging)
 };
 
 struct Config {
@@ -35,6 +36,7 @@ struct Config {
     unsigned keepalive_time_s = 300;
     unsigned keepalive_intvl_s = 20;
     unsigned keepalive_probes = 9;
+    bool auth = true;
 };
 
 // Empty string: valid (`out` filled). Otherwise what is wrong, for the log.

@@ -78,7 +78,7 @@ void PeerFsm::on_tcp_connected() noexcept {
 PeerFsm::Action PeerFsm::on_outgoing_connect() noexcept {
     if (state_ != PeerState::ConnectAck)
         return Action::None;
-    transition(PeerState::Connected, "peer's CONNECT");
+    transition(PeerState::Connected, "handshake complete");
     deadline_ = kNever;
     attempts_ = 0;
     return Action::Flush;
@@ -136,7 +136,7 @@ PeerFsm::Action PeerFsm::on_timer(Micros now, bool queued) noexcept {
     switch (state_) {
         case PeerState::Connecting:
         case PeerState::ConnectAck:
-            return retry_or_fail(now, "no CONNECT in time");
+            return retry_or_fail(now, "no handshake in time");
         case PeerState::Closed:
             deadline_ = kNever;
             if (!queued)

@@ -2,9 +2,9 @@
 // The adapter owns the sockets and asks this machine what to do at each
 // event; time comes in as `now`.
 //
-//   Unconnected ──send──▶ Connecting ──tcp up──▶ ConnectAck ──peer CONNECT──▶ Connected
+//   Unconnected ──send──▶ Connecting ──tcp up──▶ ConnectAck ──handshake──▶ Connected
 //        ▲                    │                       │                          │
-//        │      attempt failed (refused, timeout, bad CONNECT)                   │ lost / BYE
+//        │      attempt failed (refused, timeout, bad handshake)                 │ lost / BYE
 //        │                    ▼                       ▼                          ▼
 //        └─────────────── Closed (retry after a linear back-off) ◀───────────────┘
 //                             │ `attempts` in a row failed
@@ -48,7 +48,7 @@ class PeerFsm {
   public:
     enum class Action : std::uint8_t {
         None,
-        Connect,            // open a new outgoing connection (and send our CONNECT)
+        Connect,            // open a new outgoing connection (and send our HELLO)
         Flush,              // connected: write what is queued
         ReportLost,         // the connection broke: tell the errmgr
         ReportUnreachable,  // every attempt failed: FAILED_TO_CONNECT, queued messages fail
@@ -65,13 +65,13 @@ class PeerFsm {
 
     // A message is queued for this peer.
     Action on_send(Micros now) noexcept;
-    // Our outgoing TCP connect completed (our CONNECT is on its way).
+    // Our outgoing TCP connect completed (our HELLO is on its way).
     void on_tcp_connected() noexcept;
-    // The peer's CONNECT arrived on our outgoing connection.
+    // The handshake on our outgoing connection completed (the peer's REPLY checked).
     Action on_outgoing_connect() noexcept;
-    // The peer's CONNECT arrived on a connection it opened to us.
+    // The handshake on a connection the peer opened to us completed (CONFIRM checked).
     Incoming on_incoming_connect() noexcept;
-    // Our outgoing attempt failed (refused, reset, bad CONNECT) before the peer's CONNECT.
+    // Our outgoing attempt failed (refused, reset, bad handshake) before it completed.
     Action on_attempt_failed(Micros now) noexcept;
     // The established connection broke; `bye`: the peer said it was leaving.
     Action on_connection_lost(bool bye) noexcept;

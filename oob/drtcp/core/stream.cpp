@@ -1,6 +1,7 @@
 #include "stream.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace oob::drtcp::core {
 
@@ -9,8 +10,8 @@ using plugin::common::fail;
 
 std::size_t StreamDecoder::need() const noexcept {
     switch (phase_) {
-        case Phase::Connect:
-            return kConnectSize;
+        case Phase::Handshake:
+            return kHandshakeSize;
         case Phase::Header:
             return kHeaderSize;
         case Phase::Payload:
@@ -45,6 +46,17 @@ Result<void> StreamDecoder::feed(std::span<const std::uint8_t> bytes, StreamSink
             continue;
         }
         const std::size_t take = std::min(want, bytes.size());
+        if (phase_ == Phase::Handshake && held_.size() < kHandshakePrefix &&
+            held_.size() + take >= kHandshakePrefix) {
+            // A handshake that starts wrong is refused at once, not when
+            // (or if) its 76 bytes have arrived.
+            std::array<std::uint8_t, kHandshakePrefix> prefix{};
+            std::copy(held_.begin(), held_.end(), prefix.begin());
+            std::copy_n(bytes.begin(), kHandshakePrefix - held_.size(),
+                        prefix.begin() + static_cast<std::ptrdiff_t>(held_.size()));
+            if (auto p = check_handshake_prefix(prefix); !p)
+                return failed(p.error());
+        }
         if (held_.empty())
             held_.reserve(need());
         held_.insert(held_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(take));
@@ -66,14 +78,20 @@ Result<void> StreamDecoder::feed(std::span<const std::uint8_t> bytes, StreamSink
 
 Result<void> StreamDecoder::complete(std::span<const std::uint8_t> piece, StreamSink& sink) {
     switch (phase_) {
-        case Phase::Connect: {
-            auto from = decode_connect(piece);
-            if (!from)
-                return failed(from.error());
-            if (!sink.on_connect(*from))
-                return failed({ErrorCode::UnknownPeer, "CONNECT refused"});
-            phase_ = Phase::Header;
-            return {};
+        case Phase::Handshake: {
+            auto f = decode_handshake(piece);
+            if (!f)
+                return failed(f.error());
+            switch (sink.on_handshake(*f)) {
+                case StreamSink::HsStep::More:
+                    return {};
+                case StreamSink::HsStep::Open:
+                    phase_ = Phase::Header;
+                    return {};
+                case StreamSink::HsStep::Refuse:
+                    break;
+            }
+            return failed({ErrorCode::UnknownPeer, "handshake refused"});
         }
         case Phase::Header: {
             auto h = decode_header(piece, max_nbytes_);

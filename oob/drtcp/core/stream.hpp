@@ -1,13 +1,14 @@
 // oob drtcp: reassembly of the byte stream of one connection (sans I/O).
 // The adapter reads whatever the kernel has, in pieces of any size, and
-// feeds it here; the decoder hands out the peer's CONNECT once, then one
-// message at a time, header first and the payload once it is whole (its
-// size comes from the header and is bounded by the receiver's maximum, so an
-// absurd length is a protocol error, never an allocation). A message wholly
-// inside one read is handed out in place; one split across reads is
-// assembled in a buffer of at most kHeaderSize + max_nbytes bytes.
+// feeds it here; the decoder hands out the handshake frames (their first 8
+// bytes checked as soon as they arrive) until the sink says the handshake is
+// complete, then one message at a time, header first and the payload once
+// it is whole (its size comes from the header and is bounded by the
+// receiver's maximum, so an absurd length is a protocol error, never an allocation). A message
+// wholly inside one read is handed out in place; one split across reads is assembled in a buffer of
+// at most kHeaderSize + max_nbytes bytes.
 //
-// After a protocol error or a refused CONNECT the decoder is Failed for
+// After a protocol error or a refused handshake the decoder is Failed for
 // good and consumes nothing more: the adapter closes the connection.
 // After a BYE it is Closed: bytes that follow are an error.
 #pragma once
@@ -24,8 +25,10 @@ namespace oob::drtcp::core {
 class StreamSink {
   public:
     virtual ~StreamSink() = default;
-    // The peer introduced itself; false refuses it (the stream fails).
-    virtual bool on_connect(const ProcName& from) = 0;
+    enum class HsStep : std::uint8_t { More, Open, Refuse };
+    // A handshake frame (decoded and CRC-checked): More waits for the next
+    // one, Open switches to messages, Refuse fails the stream.
+    virtual HsStep on_handshake(const HandshakeFrame& f) = 0;
     // One message; `payload` is valid only during the call.
     virtual void on_message(const Header& h, std::span<const std::uint8_t> payload) = 0;
     // The peer closes on purpose; nothing may follow.
@@ -34,7 +37,7 @@ class StreamSink {
 
 class StreamDecoder {
   public:
-    enum class Phase : std::uint8_t { Connect, Header, Payload, Closed, Failed };
+    enum class Phase : std::uint8_t { Handshake, Header, Payload, Closed, Failed };
 
     explicit StreamDecoder(std::uint32_t max_nbytes) noexcept : max_nbytes_(max_nbytes) {}
 
@@ -53,7 +56,7 @@ class StreamDecoder {
     Result<void> failed(plugin::common::Error e);
 
     std::uint32_t max_nbytes_;
-    Phase phase_ = Phase::Connect;
+    Phase phase_ = Phase::Handshake;
     Header header_;                   // of the message whose payload is awaited
     std::vector<std::uint8_t> held_;  // a split piece so far
     std::uint64_t messages_ = 0;

@@ -39,18 +39,35 @@ bool set_routed(Header& h, std::string_view routed) noexcept {
     return true;
 }
 
-Result<std::size_t> encode_connect(const ProcName& me, std::span<std::uint8_t> out) noexcept {
-    if (out.size() < kConnectSize)
-        return fail(ErrorCode::NoSpace, "buffer shorter than CONNECT");
-    ByteWriter w(out.first(kConnectSize));
+std::string_view to_string(HsType t) noexcept {
+    switch (t) {
+        case HsType::Hello:
+            return "HELLO";
+        case HsType::Reply:
+            return "REPLY";
+        case HsType::Confirm:
+            return "CONFIRM";
+    }
+    return "?";
+}
+
+Result<std::size_t> encode_handshake(const HandshakeFrame& f,
+                                     std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kHandshakeSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than a handshake frame");
+    ByteWriter w(out.first(kHandshakeSize));
     w.u32(kMagic);
     w.u8(kVersion);
+    w.u8(static_cast<std::uint8_t>(f.type));
+    w.u8(f.flags);
     w.u8(0);
-    w.u16(0);
-    w.u32(me.jobid);
-    w.u32(me.vpid);
-    w.u32(0);
-    return seal(w, out, kConnectSize);
+    w.u32(f.sender.jobid);
+    w.u32(f.sender.vpid);
+    w.u32(f.receiver.jobid);
+    w.u32(f.receiver.vpid);
+    w.bytes(f.nonce);
+    w.bytes(f.mac);
+    return seal(w, out, kHandshakeSize);
 }
 
 Result<std::size_t> encode_header(const Header& h, std::span<std::uint8_t> out) noexcept {
@@ -77,28 +94,59 @@ Result<std::size_t> encode_header(const Header& h, std::span<std::uint8_t> out) 
     return seal(w, out, kHeaderSize);
 }
 
-Result<ProcName> decode_connect(std::span<const std::uint8_t> in) noexcept {
-    if (in.size() < kConnectSize)
-        return fail(ErrorCode::Truncated, "shorter than CONNECT");
-    in = in.first(kConnectSize);
-    ByteReader r(in);
+Result<void> check_handshake_prefix(std::span<const std::uint8_t> in) noexcept {
+    if (in.size() < kHandshakePrefix)
+        return fail(ErrorCode::Truncated, "shorter than a handshake prefix");
+    ByteReader r(in.first(kHandshakePrefix));
     const std::uint32_t magic = r.u32();
     const std::uint8_t version = r.u8();
-    r.expect_zero(3);
-    ProcName from;
-    from.jobid = r.u32();
-    from.vpid = r.u32();
-    r.expect_zero(4);
-    const std::uint32_t crc = r.u32();
+    const std::uint8_t type = r.u8();
+    const std::uint8_t flags = r.u8();
+    const std::uint8_t reserved = r.u8();
     if (magic != kMagic)
-        return fail(ErrorCode::BadField, "not an oob drtcp CONNECT (magic)");
-    if (!crc_ok(in, crc))
-        return fail(ErrorCode::BadChecksum, "CONNECT checksum");
+        return fail(ErrorCode::BadField, "not an oob drtcp handshake (magic)");
     if (version != kVersion)
         return fail(ErrorCode::BadVersion, "unsupported oob drtcp version");
+    if (type < static_cast<std::uint8_t>(HsType::Hello) ||
+        type > static_cast<std::uint8_t>(HsType::Confirm))
+        return fail(ErrorCode::BadType, "unknown handshake type");
+    const std::uint8_t allowed =
+        type == static_cast<std::uint8_t>(HsType::Hello) ? kFlagReconnect : 0;
+    if ((flags & ~allowed) != 0 || reserved != 0)
+        return fail(ErrorCode::BadField, "handshake flags or reserved byte");
+    return {};
+}
+
+Result<HandshakeFrame> decode_handshake(std::span<const std::uint8_t> in) noexcept {
+    if (in.size() < kHandshakeSize)
+        return fail(ErrorCode::Truncated, "shorter than a handshake frame");
+    in = in.first(kHandshakeSize);
+    if (auto p = check_handshake_prefix(in); !p)
+        return fail(p.error());
+    ByteReader r(in);
+    r.skip(4);
+    HandshakeFrame f;
+    r.skip(1);
+    f.type = static_cast<HsType>(r.u8());
+    f.flags = r.u8();
+    r.skip(1);
+    f.sender.jobid = r.u32();
+    f.sender.vpid = r.u32();
+    f.receiver.jobid = r.u32();
+    f.receiver.vpid = r.u32();
+    const auto nonce = r.bytes(kNonceSize);
+    const auto mac = r.bytes(kMacSize);
+    const std::uint32_t crc = r.u32();
     if (!r.ok())
         return fail(r.error());
-    return from;
+    if (!crc_ok(in, crc))
+        return fail(ErrorCode::BadChecksum, "handshake checksum");
+    std::copy(nonce.begin(), nonce.end(), f.nonce.begin());
+    std::copy(mac.begin(), mac.end(), f.mac.begin());
+    if (f.type == HsType::Confirm &&
+        std::any_of(f.nonce.begin(), f.nonce.end(), [](std::uint8_t b) { return b != 0; }))
+        return fail(ErrorCode::BadField, "CONFIRM carries no nonce");
+    return f;
 }
 
 Result<Header> decode_header(std::span<const std::uint8_t> in, std::uint32_t max_nbytes) noexcept {

@@ -1,23 +1,29 @@
-// oob drtcp wire format, version 1 (sans I/O). The launcher's messages
-// (mpirun <-> orted, orted <-> orted) travel on TCP connections: one CONNECT
-// from each side right after connect, then messages. Big-endian, encoded
-// field by field through the bounds-checked ByteWriter/ByteReader.
+// oob drtcp wire format, version 2 (sans I/O). The launcher's messages
+// (mpirun <-> orted, orted <-> orted) travel on TCP connections: a three-way
+// handshake first (HELLO from the side that connected, REPLY, CONFIRM; both
+// ends prove they hold the job's key, see plugin/common/core/auth.hpp), then
+// messages. Big-endian, encoded field by field through the bounds-checked
+// ByteWriter/ByteReader.
 //
-// CONNECT (24 bytes), the first thing each side sends:
+// HANDSHAKE frame (76 bytes): HELLO, REPLY and CONFIRM share one layout.
 //   0               1               2               3
 //   +-------------------------------------------------------------+
 //   |                  magic 0x44524F42 ("DROB")                  |
-//   +---------------+---------------+-----------------------------+
-//   |    version    |   reserved    |       reserved (u16)        |
-//   +---------------+---------------+-----------------------------+
-//   |                 jobid (sender's ORTE job id)                |
+//   +---------------+---------------+---------------+-------------+
+//   |  version (2)  | type 1/2/3    |     flags     |  reserved   |
+//   +---------------+---------------+---------------+-------------+
+//   |  sender jobid (u32)           |  sender vpid (u32)          |
+//   |  receiver jobid (u32)         |  receiver vpid (u32)        |
+//   |  nonce: 16 bytes (the sender's, fresh; zero in CONFIRM)     |
+//   |  mac: 32 bytes (HMAC-SHA256 of the handshake step, or zero  |
+//   |       when authentication is off)                           |
+//   |  crc (CRC32C of the 72 bytes before it)                     |
 //   +-------------------------------------------------------------+
-//   |                 vpid  (sender's rank in its job)            |
-//   +-------------------------------------------------------------+
-//   |                 reserved (u32, zero)                        |
-//   +-------------------------------------------------------------+
-//   |                 crc (CRC32C of the 20 bytes before it)      |
-//   +-------------------------------------------------------------+
+// `receiver` is the process the sender wants (HELLO) or answers (REPLY,
+// CONFIRM). Flags (HELLO only): bit 0, reconnect (the sender lost its
+// previous connection to the receiver); the other bits are zero. The first 8
+// bytes are checked as soon as they arrive (check_handshake_prefix), so a
+// caller that speaks anything else is closed without waiting for 76 bytes.
 //
 // MESSAGE header (72 bytes), followed by `nbytes` of payload:
 //   +---------------+---------------+---------------+-------------+
@@ -39,6 +45,7 @@
 // receiver's maximum - is a protocol error: the connection is closed (a byte
 // stream cannot be resynchronised) and nothing of it is delivered.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -52,8 +59,12 @@ namespace oob::drtcp::core {
 using plugin::common::Result;
 
 inline constexpr std::uint32_t kMagic = 0x44524F42u;  // "DROB"
-inline constexpr std::uint8_t kVersion = 1;
-inline constexpr std::size_t kConnectSize = 24;
+inline constexpr std::uint8_t kVersion = 2;
+inline constexpr std::size_t kHandshakeSize = 76;
+inline constexpr std::size_t kHandshakePrefix = 8;  // magic, version, type, flags, reserved
+inline constexpr std::size_t kNonceSize = 16;
+inline constexpr std::size_t kMacSize = 32;
+inline constexpr std::uint8_t kFlagReconnect = 1;
 inline constexpr std::uint8_t kSync = 0xD9;
 inline constexpr std::size_t kHeaderSize = 72;
 inline constexpr std::size_t kRoutedMax = 31;  // characters of a routed module name
@@ -61,6 +72,18 @@ inline constexpr std::size_t kRoutedMax = 31;  // characters of a routed module 
 using plugin::common::ProcName;
 
 enum class Kind : std::uint8_t { Message = 1, Bye = 2 };
+
+enum class HsType : std::uint8_t { Hello = 1, Reply = 2, Confirm = 3 };
+std::string_view to_string(HsType t) noexcept;
+
+struct HandshakeFrame {
+    HsType type = HsType::Hello;
+    std::uint8_t flags = 0;
+    ProcName sender;
+    ProcName receiver;
+    std::array<std::uint8_t, kNonceSize> nonce{};
+    std::array<std::uint8_t, kMacSize> mac{};
+};
 
 struct Header {
     Kind kind = Kind::Message;
@@ -77,14 +100,17 @@ struct Header {
 // a character outside [a-z0-9_].
 bool set_routed(Header& h, std::string_view routed) noexcept;
 
-// Write exactly kConnectSize / kHeaderSize bytes into `out` (which must be
+// Write exactly kHandshakeSize / kHeaderSize bytes into `out` (which must be
 // at least that long).
-Result<std::size_t> encode_connect(const ProcName& me, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode_handshake(const HandshakeFrame& f, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode_header(const Header& h, std::span<std::uint8_t> out) noexcept;
 
-// Decode exactly kConnectSize / kHeaderSize bytes. `max_nbytes`: the largest
+// The first kHandshakePrefix bytes of a handshake frame: magic, version,
+// a known type, flags only on HELLO and only known ones, reserved zero.
+Result<void> check_handshake_prefix(std::span<const std::uint8_t> in) noexcept;
+// Decode exactly kHandshakeSize / kHeaderSize bytes. `max_nbytes`: the largest
 // payload this receiver accepts (a bigger one is an error, not an allocation).
-Result<ProcName> decode_connect(std::span<const std::uint8_t> in) noexcept;
+Result<HandshakeFrame> decode_handshake(std::span<const std::uint8_t> in) noexcept;
 Result<Header> decode_header(std::span<const std::uint8_t> in, std::uint32_t max_nbytes) noexcept;
 
 }  // namespace oob::drtcp::core

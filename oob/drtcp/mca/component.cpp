@@ -82,12 +82,56 @@ int drtcp_available() noexcept {
     return ORTE_SUCCESS;
 }
 
+namespace auth = plugin::common::auth;
+
+// The job's key: mpirun draws it and puts it into the environment it
+// launches daemons and local processes with (orte_launch_environ is copied
+// from ours after orte_init; set in both in case it already exists); a
+// daemon takes it from the environment it was launched with.
+int setup_key() noexcept {
+    State& s = state();
+    if (ORTE_PROC_IS_HNP) {
+        auto k = auth::random_key();
+        if (!k) {
+            logf(s.log, LogLevel::Error, "no job key: the kernel's random source failed");
+            return ORTE_ERROR;
+        }
+        s.key = *k;
+        const std::string hex = auth::to_hex(*k);
+        if (::setenv(auth::kJobKeyEnv, hex.c_str(), 1) != 0 ||
+            (orte_launch_environ != nullptr && opal_setenv(auth::kJobKeyEnv, hex.c_str(), true,
+                                                           &orte_launch_environ) != OPAL_SUCCESS)) {
+            logf(s.log, LogLevel::Error, "cannot put the job key into the launch environment");
+            return ORTE_ERROR;
+        }
+        return ORTE_SUCCESS;
+    }
+    const char* text = std::getenv(auth::kJobKeyEnv);
+    auto k = text != nullptr ? auth::parse_hex_key(text)
+                             : plugin::common::Result<auth::Key>(plugin::common::fail(
+                                   plugin::common::ErrorCode::InvalidArgument, "not set"));
+    if (k) {
+        s.key = *k;
+        return ORTE_SUCCESS;
+    }
+    if (!s.config.auth)
+        return ORTE_SUCCESS;  // MACs are not checked: any key will do
+    logf(s.log, LogLevel::Error,
+         "no usable job key in %s (%.*s): the launch agent must pass the environment on "
+         "(ssh: SendEnv/AcceptEnv %s), or set oob_drtcp_auth=0 everywhere (debugging only)",
+         auth::kJobKeyEnv, static_cast<int>(k.error().message.size()), k.error().message.data(),
+         auth::kJobKeyEnv);
+    return ORTE_ERR_NOT_AVAILABLE;
+}
+
 int drtcp_startup() noexcept {
     State& s = state();
     // Only the launcher's processes listen; application processes never
     // use the OOB in 4.1 (they talk PMIx to their daemon).
     if (!ORTE_PROC_IS_HNP && !ORTE_PROC_IS_DAEMON)
         return ORTE_ERR_NOT_AVAILABLE;
+    if (const int rc = setup_key(); rc != ORTE_SUCCESS)
+        return rc;
     const int rc = open_listeners();
     s.started = rc == ORTE_SUCCESS;
     return rc;
@@ -98,12 +142,14 @@ void drtcp_shutdown() noexcept {
     if (!s.started)
         return;
     const Counters& c = s.counters;
+    using ull = unsigned long long;
     logf(s.log, LogLevel::Info,
-         "sent %llu, received %llu, relayed %llu messages; refused %llu connections, "
-         "%llu protocol errors",
-         static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
-         static_cast<unsigned long long>(c.relayed), static_cast<unsigned long long>(c.refused),
-         static_cast<unsigned long long>(c.decode_errors));
+         "sent %llu, received %llu, relayed %llu messages; refused %llu connections "
+         "(identity %llu, key %llu, late %llu), %llu protocol errors, %llu races",
+         static_cast<ull>(c.sent), static_cast<ull>(c.received), static_cast<ull>(c.relayed),
+         static_cast<ull>(c.refused), static_cast<ull>(c.refused_identity),
+         static_cast<ull>(c.refused_key), static_cast<ull>(c.late),
+         static_cast<ull>(c.decode_errors), static_cast<ull>(c.races));
     close_all();
     s.started = false;
 }

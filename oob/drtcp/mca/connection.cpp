@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 
+#include "admission.hpp"
 #include "oob.hpp"
 #include "route.hpp"
 #include "sockets.hpp"
@@ -53,11 +54,19 @@ void want_write(Connection& c) {
     }
 }
 
-Connection* new_connection(int fd, bool outgoing) {
+// `p`: the peer an outgoing connection dials (nullptr: accepted).
+Connection* new_connection(int fd, Peer* p) {
     State& s = state();
-    auto c = std::make_unique<Connection>(s.config.max_msg_bytes);
+    core::LinkHandshake::Setup hs;
+    hs.role = p != nullptr ? core::LinkRole::Initiator : core::LinkRole::Acceptor;
+    hs.me = name_of(*ORTE_PROC_MY_NAME);
+    hs.peer = p != nullptr ? p->name : ProcName{};
+    hs.key = &s.key;
+    hs.auth = s.config.auth;
+    hs.reconnect = p != nullptr && p->ever_connected;
+    auto c = std::make_unique<Connection>(s.config.max_msg_bytes, hs, s.log);
     c->fd = fd;
-    c->outgoing = outgoing;
+    c->outgoing = p != nullptr;
     opal_event_set(orte_event_base, &c->read_ev, fd, OPAL_EV_READ | OPAL_EV_PERSIST, on_read,
                    c.get());
     opal_event_set_priority(&c->read_ev, ORTE_MSG_PRI);
@@ -70,11 +79,10 @@ Connection* new_connection(int fd, bool outgoing) {
     return raw;
 }
 
-// Our CONNECT goes first on every connection we speak on.
-void queue_connect(Connection& c) {
-    (void)core::encode_connect(name_of(*ORTE_PROC_MY_NAME), c.connect);
+// One of our handshake frames (hs_frames[i]): nothing else goes before them.
+void queue_frame(Connection& c, int i) {
     SendQueue::Frame f;
-    f.pieces[0] = ByteRange{c.connect, core::kConnectSize};
+    f.pieces[0] = ByteRange{c.hs_frames[i], core::kHandshakeSize};
     f.count = 1;
     f.cookie = nullptr;
     (void)c.queue.push(f);
@@ -135,7 +143,7 @@ void act(Peer& p, core::PeerFsm::Action a) {
     arm_timer();
 }
 
-// Closes `c` (after a protocol error, EOF, a refused CONNECT, a lost race
+// Closes `c` (after a protocol error, EOF, a refused handshake, a lost race
 // or a failed attempt) and tells its peer's state machine.
 // Stops a connection's events and closes its socket.
 void shut(Connection& c) {
@@ -151,11 +159,21 @@ void close_connection(Connection* c) {
     State& s = state();
     shut(*c);
     Peer* p = c->peer;
+    // An accepted connection that was about to become the peer's: messages
+    // held for it need a connection of their own now.
+    const bool pending = !c->outgoing && c->replied && p == nullptr;
+    const ProcName claimed = c->hs.peer();
     auto it = std::find_if(s.conns.begin(), s.conns.end(),
                            [c](const std::unique_ptr<Connection>& x) { return x.get() == c; });
     if (it != s.conns.end()) {
         g_graveyard.push_back(std::move(*it));
         s.conns.erase(it);
+    }
+    if (pending) {
+        const auto pit = s.peers.find(key_of(claimed));
+        if (pit != s.peers.end() && !pit->second->waiting.empty() &&
+            !pit->second->fsm.connected() && pit->second->conn == nullptr)
+            act(*pit->second, pit->second->fsm.on_send(monotonic_now()));
     }
     if (p == nullptr || p->conn != c)
         return;  // a connection its peer no longer uses
@@ -182,33 +200,125 @@ void start_connection(Peer& p) {
         act(p, p.fsm.on_attempt_failed(monotonic_now()));
         return;
     }
-    Connection* c = new_connection(*fd, true);
+    Connection* c = new_connection(*fd, &p);
     c->peer = &p;
     p.conn = c;
-    queue_connect(*c);
+    if (!c->hs.hello(c->hs_frames[0])) {
+        logf(s.log, LogLevel::Error, "no HELLO for %u.%u (the random source failed)", p.name.jobid,
+             p.name.vpid);
+        close_connection(c);
+        return;
+    }
+    queue_frame(*c, 0);
     logf(s.log, LogLevel::Debug, "connecting to %u.%u at %s:%u (attempt %u)", p.name.jobid,
          p.name.vpid, p.addrs[i].str().c_str(), p.ports[i], p.fsm.attempts());
+}
+
+// Whether `from`, wanting to reach `to`, may connect to us: ORTE's own
+// knowledge of the job's daemons, and our connections to it.
+core::Admission admission(const ProcName& from, const ProcName& to, bool reconnect) {
+    core::AdmissionFacts f;
+    f.me = name_of(*ORTE_PROC_MY_NAME);
+    f.num_daemons = static_cast<std::uint32_t>(orte_process_info.num_procs);
+    if (ORTE_PROC_IS_HNP && from.jobid == f.me.jobid && core::is_real(from)) {
+        orte_process_name_t n = orte_name(from);
+        f.known = orte_get_proc_object(&n) != nullptr;
+    }
+    const auto it = state().peers.find(key_of(from));
+    if (it != state().peers.end()) {
+        const Peer& p = *it->second;
+        f.connected = p.fsm.connected() && p.conn != nullptr;
+        f.connecting = p.fsm.state() == core::PeerState::Connecting ||
+                       p.fsm.state() == core::PeerState::ConnectAck;
+    }
+    return core::admit(f, from, to, reconnect);
+}
+
+class Admit final : public core::Admitter {
+  public:
+    core::Admission admit(const ProcName& from, const ProcName& to, bool reconnect) override {
+        return admission(from, to, reconnect);
+    }
+};
+
+// A connection refused during its handshake: counted by why, logged
+// (verbosity 10); the caller closes it and nothing is answered.
+void count_refusal(const Connection& c, const core::HandshakeFrame& f,
+                   const plugin::common::Error& e) {
+    State& s = state();
+    const core::Refusal why = c.hs.refusal();
+    switch (why) {
+        case core::Refusal::Race:
+            ++s.counters.races;
+            logf(s.log, LogLevel::Debug, "closed a connection from %u.%u: %s", f.sender.jobid,
+                 f.sender.vpid, core::to_string(c.hs.admission()).data());
+            return;
+        case core::Refusal::Identity:
+            ++s.counters.refused;
+            ++s.counters.refused_identity;
+            break;
+        case core::Refusal::Key:
+            ++s.counters.refused;
+            ++s.counters.refused_key;
+            break;
+        case core::Refusal::None:
+        case core::Refusal::Protocol:
+            ++s.counters.decode_errors;
+            break;
+    }
+    const std::string_view detail =
+        why == core::Refusal::Identity ? core::to_string(c.hs.admission()) : e.message;
+    logf(s.log, LogLevel::Warn, "refused a connection (%s %u.%u -> %u.%u): %.*s",
+         core::to_string(f.type).data(), f.sender.jobid, f.sender.vpid, f.receiver.jobid,
+         f.receiver.vpid, static_cast<int>(detail.size()), detail.data());
 }
 
 // What the decoder of one connection finds.
 class Sink final : public core::StreamSink {
   public:
     explicit Sink(Connection& c) : c_(c) {}
-    bool on_connect(const ProcName& from) override {
-        if (c_.outgoing) {
-            // The process we dialed, or nobody.
-            if (c_.peer == nullptr || !(from == c_.peer->name))
-                return refuse(from, "not the process we dialed");
-            act(*c_.peer, c_.peer->fsm.on_outgoing_connect());
-            return true;
+    HsStep on_handshake(const core::HandshakeFrame& f) override {
+        Admit admit;
+        // Initiator: CONFIRM into the second slot (HELLO may still be
+        // queued in the first); acceptor: REPLY into the first.
+        std::uint8_t* out = c_.hs_frames[c_.outgoing ? 1 : 0];
+        auto step = c_.hs.on_frame(f, admit, {out, core::kHandshakeSize});
+        if (!step) {
+            count_refusal(c_, f, step.error());
+            return HsStep::Refuse;
         }
-        // Only the daemons of our own job connect to us.
-        if (from.jobid != ORTE_PROC_MY_NAME->jobid || !core::is_real(from) ||
-            from == name_of(*ORTE_PROC_MY_NAME))
-            return refuse(from, "not a daemon of this job");
+        if (step->send) {
+            queue_frame(c_, c_.outgoing ? 1 : 0);
+            c_.replied = !c_.outgoing;
+        }
+        if (!step->open)
+            return HsStep::More;
+        if (c_.outgoing) {
+            if (c_.peer == nullptr)
+                return HsStep::Refuse;  // abandoned meanwhile
+            c_.peer->ever_connected = true;
+            act(*c_.peer, c_.peer->fsm.on_outgoing_connect());
+            return HsStep::Open;
+        }
+        return adopt() ? HsStep::Open : HsStep::Refuse;
+    }
+    void on_message(const core::Header& h, std::span<const std::uint8_t> payload) override {
+        deliver(h, payload);
+    }
+
+  private:
+    // An accepted connection whose handshake is complete becomes its
+    // peer's; only now does ORTE hear of it.
+    bool adopt() {
+        State& s = state();
+        const ProcName from = c_.hs.peer();
         Peer& p = peer_for(from);
-        if (p.fsm.on_incoming_connect() == core::PeerFsm::Incoming::Refuse)
-            return refuse(from, "our own connection to it wins");
+        if (p.fsm.on_incoming_connect() == core::PeerFsm::Incoming::Refuse) {
+            ++s.counters.races;
+            logf(s.log, LogLevel::Debug, "closed a connection from %u.%u: our own wins", from.jobid,
+                 from.vpid);
+            return false;
+        }
         if (p.conn != nullptr && p.conn != &c_) {
             Connection* old = p.conn;
             old->peer = nullptr;  // closes quietly
@@ -217,22 +327,12 @@ class Sink final : public core::StreamSink {
         }
         p.conn = &c_;
         c_.peer = &p;
-        queue_connect(c_);
+        c_.deadline = plugin::common::kNever;
+        p.ever_connected = true;
         flush_waiting(p);
         mark_connected(p.name);
         arm_timer();
         return true;
-    }
-    void on_message(const core::Header& h, std::span<const std::uint8_t> payload) override {
-        deliver(h, payload);
-    }
-
-  private:
-    bool refuse(const ProcName& from, const char* why) {
-        ++state().counters.refused;
-        logf(state().log, LogLevel::Warn, "refused a connection from %u.%u: %s", from.jobid,
-             from.vpid, why);
-        return false;
     }
     Connection& c_;
 };
@@ -306,7 +406,7 @@ void on_write(int, short, void* arg) {
     }
 }
 
-// Accepted connections still waiting for their CONNECT, at most: a caller
+// Accepted connections still in their handshake, at most: a caller
 // that connects and stays silent cannot pile up sockets; the oldest goes.
 constexpr std::size_t kMaxUnidentified = 64;
 
@@ -321,7 +421,8 @@ void limit_unidentified() {
     if (n < kMaxUnidentified)
         return;
     ++s.counters.refused;
-    logf(s.log, LogLevel::Warn, "too many connections without CONNECT: closing the oldest");
+    ++s.counters.late;
+    logf(s.log, LogLevel::Warn, "too many connections without a handshake: closing the oldest");
     close_connection(oldest);
 }
 
@@ -333,13 +434,26 @@ void on_accept(int fd, short, void*) {
             return;  // EAGAIN, or an error the next event reports again
         limit_unidentified();
         net::apply_options(nfd, socket_options());
-        (void)new_connection(nfd, false);
+        Connection* c = new_connection(nfd, nullptr);
+        c->deadline = monotonic_now() + state().config.retry.connect_timeout;
+        arm_timer();
     }
 }
 
 void on_timer(plugin::common::Micros now) {
     bury();
     State& s = state();
+    // Accepted connections that did not complete their handshake in time.
+    std::vector<Connection*> late;
+    for (const auto& c : s.conns)
+        if (!c->outgoing && c->peer == nullptr && c->deadline <= now)
+            late.push_back(c.get());
+    for (Connection* c : late) {
+        ++s.counters.refused;
+        ++s.counters.late;
+        logf(s.log, LogLevel::Warn, "closed a connection: no complete handshake in time");
+        close_connection(c);
+    }
     for (auto& [key, p] : s.peers) {
         if (now < p->fsm.deadline())
             continue;
@@ -366,6 +480,9 @@ void arm_timer() noexcept {
     plugin::common::Micros d = plugin::common::kNever;
     for (const auto& [key, p] : s.peers)
         d = std::min(d, p->fsm.deadline());
+    for (const auto& c : s.conns)
+        if (!c->outgoing && c->peer == nullptr)
+            d = std::min(d, c->deadline);
     s.timer.arm(d, monotonic_now());
 }
 
@@ -383,7 +500,15 @@ void enqueue(Peer& p, OutMsg* m) {
         return;
     }
     p.waiting.push_back(m);
-    act(p, p.fsm.on_send(monotonic_now()));
+    // The peer is connecting to us right now (REPLY sent): its connection
+    // will carry them, no need for a second one racing it.
+    const bool incoming = std::any_of(
+        state().conns.begin(), state().conns.end(), [&](const std::unique_ptr<Connection>& c) {
+            return !c->outgoing && c->hs.state() == core::LinkState::ReplySent &&
+                   c->hs.peer() == p.name;
+        });
+    if (!incoming)
+        act(p, p.fsm.on_send(monotonic_now()));
 }
 
 int open_listeners() noexcept {

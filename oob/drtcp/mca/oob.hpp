@@ -11,7 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "auth.hpp"
 #include "config.hpp"
+#include "handshake.hpp"
 #include "deadline_timer.hpp"
 #include "netaddr.hpp"
 #include "opal_log.hpp"
@@ -51,7 +53,7 @@ struct OutMsg {
 struct Peer;
 
 // One TCP connection, outgoing or accepted. An accepted one belongs to no
-// peer until its CONNECT names one.
+// peer until its handshake is complete (the HELLO's claim is not enough).
 struct Connection {
     int fd = -1;
     bool outgoing = false;
@@ -62,9 +64,16 @@ struct Connection {
     bool writing = false;  // write_ev is armed
     core::StreamDecoder decoder;
     plugin::common::SendQueue queue;
-    std::uint8_t connect[core::kConnectSize];  // our CONNECT, first in the queue
+    core::LinkHandshake hs;
+    // Our handshake frames while they are queued (HELLO then CONFIRM, or REPLY).
+    std::uint8_t hs_frames[2][core::kHandshakeSize] = {};
+    bool replied = false;  // accepted: our REPLY went out (messages for the peer may wait for it)
+    // Accepted: the handshake must be complete by then, or the connection goes.
+    plugin::common::Micros deadline = plugin::common::kNever;
 
-    explicit Connection(std::uint32_t max_msg) : decoder(max_msg) {}
+    Connection(std::uint32_t max_msg, const core::LinkHandshake::Setup& s,
+               plugin::common::LogSink& log)
+        : decoder(max_msg), hs(s, log) {}
 };
 
 struct Peer {
@@ -74,6 +83,7 @@ struct Peer {
     std::vector<std::uint16_t> ports;
     Connection* conn = nullptr;   // the connection in use (or being made)
     std::deque<OutMsg*> waiting;  // until connected
+    bool ever_connected = false;  // a later connection of ours claims a reconnect
     Peer(ProcName n, const core::RetryPolicy& p, plugin::common::LogSink& log, ProcName me)
         : name(n), fsm(me, n, p, log) {}
 };
@@ -87,12 +97,17 @@ struct Listener {
 
 struct Counters {
     std::uint64_t sent = 0, received = 0, relayed = 0;
-    std::uint64_t refused = 0;        // connections with a bad or unknown CONNECT
+    std::uint64_t refused = 0;  // connections from strangers: unknown or forged identity
+    std::uint64_t races = 0;    // simultaneous connects: the peer's lost (not counted as refused)
+    std::uint64_t refused_identity = 0;  // of `refused`: not a daemon of the job, or a duplicate
+    std::uint64_t refused_key = 0;       // of `refused`: a MAC that does not prove the job's key
+    std::uint64_t late = 0;  // of `refused`: no complete handshake in time, or too many waiting
     std::uint64_t decode_errors = 0;  // connections closed for a protocol error
 };
 
 struct State {
     core::RawParams raw;
+    plugin::common::auth::Key key{};  // the job's key (mpirun draws it)
     core::Config config;
     plugin::common::OpalLogSink log;
     std::vector<plugin::common::LocalIf> ifs;  // addresses we publish

@@ -11,6 +11,7 @@ extern "C" {
 #include "opal/class/opal_hash_table.h"
 #include "opal/mca/base/base.h"
 #include "opal/mca/event/event.h"
+#include "opal/util/opal_environ.h"
 #include "opal/util/output.h"
 #include "orte/constants.h"
 #include "orte/mca/errmgr/errmgr.h"

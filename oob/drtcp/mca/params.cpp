@@ -28,7 +28,9 @@ int register_params() noexcept {
         ParamSpec{"max_msg_size",
                   "Largest message accepted, in MiB (a longer one closes the connection)",
                   ParamType::Unsigned, &r.max_msg_size_mb, d.max_msg_size_mb},
-        ParamSpec{"connect_timeout", "Milliseconds an attempt may take until the peer's CONNECT",
+        ParamSpec{"connect_timeout",
+                  "Milliseconds an attempt may take until the handshake is complete (also the "
+                  "time an accepted connection has to complete it)",
                   ParamType::Unsigned, &r.connect_timeout_ms, d.connect_timeout_ms},
         ParamSpec{"connect_attempts",
                   "Attempts in a row before a peer is reported unreachable (FAILED_TO_CONNECT)",
@@ -48,6 +50,12 @@ int register_params() noexcept {
                   ParamType::Unsigned, &r.keepalive_time_s, d.keepalive_time_s},
         ParamSpec{"keepalive_intvl", "Seconds between keepalive probes", ParamType::Unsigned,
                   &r.keepalive_intvl_s, d.keepalive_intvl_s},
+        ParamSpec{"auth",
+                  "For debugging only: false sends and accepts connection handshakes without "
+                  "checking that both ends hold the job's key (identities are still checked). "
+                  "Turning it off lets any local or network user who knows the job id join the "
+                  "job's launcher traffic; every daemon must use the same setting",
+                  ParamType::Bool, &r.auth, d.auth ? 1 : 0},
         ParamSpec{"keepalive_probes", "Unanswered probes before the connection is declared lost",
                   ParamType::Unsigned, &r.keepalive_probes, d.keepalive_probes},
     };

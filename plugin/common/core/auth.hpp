@@ -39,6 +39,11 @@
 namespace plugin::common::auth {
 
 inline constexpr std::size_t kKeySize = 32;
+
+// The environment variable that carries a job's key (to_hex) from mpirun to
+// its daemons and their processes: set by mpirun before it launches anything,
+// inherited through the launch environment (never a command line or a file).
+inline constexpr const char* kJobKeyEnv = "DR_JOB_KEY";
 inline constexpr std::size_t kNonceSize = 16;
 inline constexpr std::size_t kMacSize = 32;
 
