@@ -24,7 +24,8 @@ Micros monotonic_micros() noexcept {
     return Micros{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
 }
 
-Transport::Transport(const core::Config& config, core::ProcName self, std::uint32_t max_frame,
+Transport::Transport(const core::Config& config, core::ProcName self,
+                     const plugin::common::auth::Key& key, std::uint32_t max_frame,
                      plugin::common::LogSink& log)
     : config_(config),
       self_(self),
@@ -35,7 +36,9 @@ Transport::Transport(const core::Config& config, core::ProcName self, std::uint3
       faults_(config.faults),
       scratch_(kScratchBytes),
       regions_(static_cast<std::uint64_t>(monotonic_micros()) ^ (std::uint64_t{self.jobid} << 32) ^
-               self.vpid) {}
+               self.vpid) {
+    key_ = key;
+}
 
 Transport::~Transport() {
     for (auto* list : {&listeners_, &conns_, &graveyard_})
@@ -102,13 +105,24 @@ std::vector<core::PublishedAddr> Transport::published() const {
 }
 
 Endpoint* Transport::add_endpoint(int module, core::ProcName remote,
-                                  const core::PublishedAddr& addr, void* user) {
+                                  const core::PublishedAddr& addr,
+                                  const plugin::common::auth::Key& peer_key, void* user) {
     std::lock_guard lock(io_);
     Module& m = modules_.at(static_cast<std::size_t>(module));
     if (auto it = m.peers.find(key_of(remote)); it != m.peers.end())
         return it->second;
-    endpoints_.push_back(std::make_unique<Endpoint>(
-        module, remote, to_sockaddr(addr.addr, addr.port), user, config_.connect, self_, *log_));
+    // One HMAC per peer, not per connection or link.
+    auto pk = pair_keys_.find(key_of(remote));
+    if (pk == pair_keys_.end()) {
+        const bool self_low = self_ < remote;
+        const auto k = plugin::common::auth::pair_key(
+            core::kAuthLabel, self_low ? self_ : remote, self_low ? key_ : peer_key,
+            self_low ? remote : self_, self_low ? peer_key : key_);
+        pk = pair_keys_.emplace(key_of(remote), k).first;
+    }
+    endpoints_.push_back(std::make_unique<Endpoint>(module, remote,
+                                                    to_sockaddr(addr.addr, addr.port), user,
+                                                    config_.connect, self_, pk->second, *log_));
     Endpoint* ep = endpoints_.back().get();
     m.peers.emplace(key_of(remote), ep);
     return ep;
@@ -164,15 +178,6 @@ void Transport::close_conn(Conn* c) {
     }
 }
 
-bool Transport::write_hello(Conn* c, std::uint16_t link) {
-    std::uint8_t buf[core::kHelloSize];
-    core::Hello h{self_, link, static_cast<std::uint64_t>(monotonic_micros())};
-    if (!core::encode(h, buf))
-        return false;
-    // A fresh socket's buffer is empty: 32 bytes go in one call or the socket is dead.
-    return ::send(c->fd, buf, sizeof buf, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof buf);
-}
-
 void Transport::start_connect_locked(Endpoint* ep) {
     close_conn(ep->outgoing);
     const Module& m = modules_[static_cast<std::size_t>(ep->module)];
@@ -208,7 +213,8 @@ void Transport::set_writable_interest(Endpoint* ep, bool want) {
 
 void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
     Conn* c = ep->active;
-    if (c == nullptr)
+    // Nothing but the handshake leaves before the peer proved the key.
+    if (c == nullptr || !ep->fsm.connected())
         return;
     plugin::common::ByteRange ranges[64];
     iovec iov[64];

@@ -1,6 +1,7 @@
 // Private state of the drtcp transport, shared by its two source files.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "transport.hpp"
 
@@ -9,13 +10,20 @@ namespace btl::drtcp::adapter {
 struct Conn {
     enum class Kind : std::uint8_t { Listener, Outgoing, Incoming };
     Conn(Kind k, int f, std::uint32_t max_frame)
-        : kind(k), fd(f), decoder(max_frame, /*expect_hello=*/true) {}
+        : kind(k),
+          fd(f),
+          decoder(max_frame, k == Kind::Outgoing   ? core::StreamDecoder::Role::Initiator
+                             : k == Kind::Incoming ? core::StreamDecoder::Role::Acceptor
+                                                   : core::StreamDecoder::Role::None) {}
     Kind kind;
     int fd;
     core::StreamDecoder decoder;
     Endpoint* ep = nullptr;   // outgoing: from the start; incoming: once adopted
     bool connecting = false;  // outgoing, TCP handshake not finished
-    bool identified = false;  // HELLO exchanged: carries frames of `ep`
+    bool identified = false;  // handshake complete: carries frames of `ep`
+    bool adopted = false;     // incoming: authentic HELLO, REPLY sent, CONFIRM due
+    bool counted = false;     // its refusal is counted already
+    std::optional<plugin::common::auth::Handshake> hs;
     bool closed = false;      // in the graveyard; ignore further events
     bool refused_duplicate = false;
     std::uint64_t frames_written = 0;  // completed on this connection
@@ -27,8 +35,9 @@ struct Conn {
 
 struct Endpoint {
     Endpoint(int m, core::ProcName r, const SockAddr& a, void* u, core::ConnectPolicy policy,
-             core::ProcName self, plugin::common::LogSink& log)
-        : module(m), remote(r), raddr(a), user(u), fsm(self, r, policy, log) {}
+             core::ProcName self, const plugin::common::auth::Key& k,
+             plugin::common::LogSink& log)
+        : module(m), remote(r), raddr(a), user(u), fsm(self, r, policy, log), pair_key(k) {}
     int module;
     core::ProcName remote;
     SockAddr raddr;
@@ -40,6 +49,9 @@ struct Endpoint {
     bool write_armed = false;  // EPOLLOUT requested on `active`
     bool reported = false;     // its failure went to the PML already
     std::uint64_t sent = 0;    // frames accepted by send()
+    plugin::common::auth::Key pair_key;
+    std::uint64_t last_hello_seq = 0;  // highest authentic HELLO sequence from the peer
+    bool reconnect = false;  // a connection of ours closed before carrying a frame
 };
 
 inline std::uint64_t key_of(core::ProcName n) noexcept {

@@ -194,6 +194,17 @@ Result<Handshake::Offer> Handshake::hello(const Binding& b) noexcept {
     return Offer{nonce_i_, make(Step::Hello)};
 }
 
+Result<Handshake::Offer> Handshake::hello(const Binding& b, const Nonce& nonce_i) noexcept {
+    if (state_ != HsState::Start) {
+        move(HsState::Refused);
+        return fail(ErrorCode::InvalidState, "handshake already started");
+    }
+    binding_ = b;
+    nonce_i_ = nonce_i;
+    move(HsState::AwaitReply);
+    return Offer{nonce_i_, make(Step::Hello)};
+}
+
 Result<Handshake::Offer> Handshake::on_hello(const Binding& b, const Nonce& nonce_i,
                                              const Mac& mac) noexcept {
     if (state_ != HsState::Start) {

@@ -108,6 +108,10 @@ class Handshake {
 
     // Initiator, Start -> AwaitReply: the HELLO's nonce and MAC.
     Result<Offer> hello(const Binding& b) noexcept;
+    // The same with a nonce the protocol chose (it must never repeat; btl
+    // drtcp puts a per-process increasing counter in front of random bytes,
+    // so that an acceptor can refuse an old HELLO before replying).
+    Result<Offer> hello(const Binding& b, const Nonce& nonce_i) noexcept;
     // Acceptor, Start -> AwaitConfirm: checks a HELLO, returns the REPLY's
     // nonce and MAC; an error means Refused (send nothing).
     Result<Offer> on_hello(const Binding& b, const Nonce& nonce_i, const Mac& mac) noexcept;
