@@ -1,6 +1,6 @@
 // drtcp endpoint state machine: first frame connects, the handshake settles
-// the connection (an adopted one waits for the CONFIRM), simultaneous connects keep exactly one (the smaller name's),
-// failed attempts retry with linear back-off up to the limit, a broken
+// the connection (an adopted one waits for the CONFIRM), simultaneous connects keep exactly one
+// (the smaller name's), failed attempts retry with linear back-off up to the limit, a broken
 // established connection fails for good, BYE is not a failure.
 #include <gtest/gtest.h>
 

@@ -297,8 +297,8 @@ TEST(DrtcpStream, HostileBytesNeverCrash) {
                 append_frame(s, 1, payload(rng, 2000));
             s[rng() % s.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
         }
-        StreamDecoder d(4096, rng() % 2 == 0 ? StreamDecoder::Role::Acceptor
-                                             : StreamDecoder::Role::None);
+        StreamDecoder d(4096,
+                        rng() % 2 == 0 ? StreamDecoder::Role::Acceptor : StreamDecoder::Role::None);
         Rec rec;
         std::size_t pos = 0;
         while (pos < s.size()) {
@@ -338,9 +338,10 @@ TEST(DrtcpStream, HandshakeMessagesAreCheckedAtTheirPreamble) {
         std::uint8_t value;
         ErrorCode code;
     };
-    for (const Bad& bad : {Bad{0, 0xD7, ErrorCode::BadType}, Bad{4, 1, ErrorCode::BadVersion},
-                           Bad{5, 1, ErrorCode::BadType}, Bad{5, 3, ErrorCode::BadType},
-                           Bad{6, 0xFF, ErrorCode::BadLength}, Bad{7, 0xFF, ErrorCode::BadLength}}) {
+    for (const Bad& bad :
+         {Bad{0, 0xD7, ErrorCode::BadType}, Bad{4, 1, ErrorCode::BadVersion},
+          Bad{5, 1, ErrorCode::BadType}, Bad{5, 3, ErrorCode::BadType},
+          Bad{6, 0xFF, ErrorCode::BadLength}, Bad{7, 0xFF, ErrorCode::BadLength}}) {
         std::vector<std::uint8_t> s(reply.begin(), reply.begin() + kPreambleSize);
         s[bad.byte] = bad.value;
         StreamDecoder d(1024, StreamDecoder::Role::Initiator);

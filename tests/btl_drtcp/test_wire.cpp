@@ -43,11 +43,10 @@ TEST(DrtcpWire, HelloRoundTripAndGoldenBytes) {
     const auto b = hello_bytes(h);
     // Golden: magic "DRTC", version 2, type 1, length 76; link 3, flags 1,
     // reserved 0; from, to; nonce (sequence first); MAC.
-    const std::vector<std::uint8_t> head{'D', 'R', 'T', 'C', 2, 1, 0, 76, 0, 3, 1, 0,
-                                         0xAB, 0xCD, 0, 1, 0, 0, 0, 7,
-                                         0xAB, 0xCD, 0, 1, 0, 0, 0, 2,
-                                         0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF,
-                                         1, 2, 3, 4, 5, 6, 7, 8, 0xA0, 0xA1};
+    const std::vector<std::uint8_t> head{
+        'D',  'R',  'T',  'C',  2,    1,    0, 76, 0, 3, 1, 0, 0xAB, 0xCD, 0,    1,
+        0,    0,    0,    7,    0xAB, 0xCD, 0, 1,  0, 0, 0, 2, 0x01, 0x23, 0x45, 0x67,
+        0x89, 0xAB, 0xCD, 0xEF, 1,    2,    3, 4,  5, 6, 7, 8, 0xA0, 0xA1};
     EXPECT_EQ(std::vector<std::uint8_t>(b.begin(), b.begin() + static_cast<long>(head.size())),
               head);
     EXPECT_EQ(b.back(), 0xA0 + 31);

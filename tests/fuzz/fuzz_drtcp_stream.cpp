@@ -258,7 +258,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto rest = in.rest();
     std::vector<std::uint8_t> stream(rest.begin(), rest.end());
 
-    const StreamDecoder::Role role = (ctrl & kNoHello) != 0    ? StreamDecoder::Role::None
+    const StreamDecoder::Role role = (ctrl & kNoHello) != 0     ? StreamDecoder::Role::None
                                      : (ctrl & kInitiator) != 0 ? StreamDecoder::Role::Initiator
                                                                 : StreamDecoder::Role::Acceptor;
     const bool refuse = (ctrl & kRefuseHello) != 0;

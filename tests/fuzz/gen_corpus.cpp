@@ -65,8 +65,7 @@ Bytes pattern(std::size_t n, std::uint8_t start) {
 }
 
 // ------------------------------------------------------------ drtcp
-drtcp::Hello hello(std::uint32_t jobid, std::uint32_t vpid, std::uint16_t link,
-                   std::uint64_t seq) {
+drtcp::Hello hello(std::uint32_t jobid, std::uint32_t vpid, std::uint16_t link, std::uint64_t seq) {
     drtcp::Hello h;
     h.from.jobid = jobid;
     h.from.vpid = vpid;

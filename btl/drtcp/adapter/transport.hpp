@@ -76,12 +76,12 @@ struct TransportCounters {
     std::uint64_t frames_received = 0;
     std::uint64_t bytes_sent = 0;
     std::uint64_t bytes_received = 0;
-    std::uint64_t connects = 0;         // outgoing connections attempted
-    std::uint64_t accepts = 0;          // incoming connections accepted by the kernel
-    std::uint64_t refused = 0;          // incoming closed before adoption (sum of refusals)
+    std::uint64_t connects = 0;  // outgoing connections attempted
+    std::uint64_t accepts = 0;   // incoming connections accepted by the kernel
+    std::uint64_t refused = 0;   // incoming closed before adoption (sum of refusals)
     std::array<std::uint64_t, kRefusalCount> refusals{};  // by Refusal
-    std::uint64_t handshakes = 0;       // connections authenticated (either side)
-    std::uint64_t reply_refused = 0;    // our HELLO answered with a bad REPLY
+    std::uint64_t handshakes = 0;                         // connections authenticated (either side)
+    std::uint64_t reply_refused = 0;                      // our HELLO answered with a bad REPLY
     std::uint64_t duplicates = 0;       // simultaneous connects resolved by closing one
     std::uint64_t protocol_errors = 0;  // malformed stream on an identified connection
     std::uint64_t endpoint_failures = 0;

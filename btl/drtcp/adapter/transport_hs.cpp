@@ -85,8 +85,8 @@ bool Transport::write_hello(Conn* c) {
     // The sequence never repeats within this process (monotonic, and at
     // least one more than the last), so the peer can refuse an old HELLO
     // before it answers.
-    hello_seq_ = std::max<std::uint64_t>(hello_seq_ + 1,
-                                         static_cast<std::uint64_t>(monotonic_micros()));
+    hello_seq_ =
+        std::max<std::uint64_t>(hello_seq_ + 1, static_cast<std::uint64_t>(monotonic_micros()));
     std::array<std::uint8_t, 8> random{};
     if (!auth::random_fill(random))
         return false;

@@ -24,7 +24,7 @@ struct Conn {
     bool adopted = false;     // incoming: authentic HELLO, REPLY sent, CONFIRM due
     bool counted = false;     // its refusal is counted already
     std::optional<plugin::common::auth::Handshake> hs;
-    bool closed = false;      // in the graveyard; ignore further events
+    bool closed = false;  // in the graveyard; ignore further events
     bool refused_duplicate = false;
     std::uint64_t frames_written = 0;  // completed on this connection
     core::IpAddr local;                // incoming: the address it arrived on
@@ -35,8 +35,7 @@ struct Conn {
 
 struct Endpoint {
     Endpoint(int m, core::ProcName r, const SockAddr& a, void* u, core::ConnectPolicy policy,
-             core::ProcName self, const plugin::common::auth::Key& k,
-             plugin::common::LogSink& log)
+             core::ProcName self, const plugin::common::auth::Key& k, plugin::common::LogSink& log)
         : module(m), remote(r), raddr(a), user(u), fsm(self, r, policy, log), pair_key(k) {}
     int module;
     core::ProcName remote;
@@ -51,7 +50,7 @@ struct Endpoint {
     std::uint64_t sent = 0;    // frames accepted by send()
     plugin::common::auth::Key pair_key;
     std::uint64_t last_hello_seq = 0;  // highest authentic HELLO sequence from the peer
-    bool reconnect = false;  // a connection of ours closed before carrying a frame
+    bool reconnect = false;            // a connection of ours closed before carrying a frame
 };
 
 inline std::uint64_t key_of(core::ProcName n) noexcept {

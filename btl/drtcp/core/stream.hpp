@@ -13,8 +13,8 @@
 // wholly inside one read is handed out in place). For a large payload split across reads the
 // adapter may read straight into the held buffer (direct_target/commit_direct), so such a payload
 // is copied once, by the kernel. A length above max_frame, a bad sync byte or a HELLO the sink
-// (or REPLY or CONFIRM) the sink refuses fails the stream for good: a byte stream cannot be resynchronised, so the adapter closes
-// the connection.
+// (or REPLY or CONFIRM) the sink refuses fails the stream for good: a byte stream cannot be
+// resynchronised, so the adapter closes the connection.
 #pragma once
 #include <cstddef>
 #include <cstdint>

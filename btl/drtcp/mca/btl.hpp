@@ -93,7 +93,7 @@ struct State {
     std::mutex done_lock;
     std::vector<Frag*> done;  // sends completed inline, called back from progress
     int finalized = 0;
-    bool put = false;  // the modules offer put (published in the modex)
+    bool put = false;                 // the modules offer put (published in the modex)
     plugin::common::auth::Key key{};  // this process's drtcp key (published in the modex)
 };
 

@@ -260,8 +260,8 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
     if (!s.config.auth)
         logf(s.log, LogLevel::Warn,
              "btl_drtcp_auth is off: connections are not authenticated (debugging only)");
-    s.transport = std::make_unique<adapter::Transport>(
-        s.config, core::ProcName{me.jobid, me.vpid}, s.key, max_frame, s.log);
+    s.transport = std::make_unique<adapter::Transport>(s.config, core::ProcName{me.jobid, me.vpid},
+                                                       s.key, max_frame, s.log);
     s.transport->set_unknown_peer_hook(mca::add_unknown_peer);
     s.frags.init(tmpl.super.btl_eager_limit,
                  std::max(tmpl.super.btl_eager_limit, tmpl.super.btl_max_send_size), 64);

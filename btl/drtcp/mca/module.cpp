@@ -376,8 +376,8 @@ std::string counters_line() {
                   "frames sent %llu received %llu, connects %llu, accepts %llu, handshakes %llu, "
                   "bad replies %llu, protocol errors %llu, endpoint failures %llu, refused %llu",
                   u(k.frames_sent), u(k.frames_received), u(k.connects), u(k.accepts),
-                  u(k.handshakes), u(k.reply_refused), u(k.protocol_errors),
-                  u(k.endpoint_failures), u(k.refused));
+                  u(k.handshakes), u(k.reply_refused), u(k.protocol_errors), u(k.endpoint_failures),
+                  u(k.refused));
     std::string line = head;
     line += " (";
     for (std::size_t i = 0; i < adapter::kRefusalCount; ++i) {
