@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "btl.hpp"
+#include "mca_params.hpp"
 
 extern "C" {
 #include "opal/mca/pmix/pmix.h"
@@ -236,10 +237,9 @@ void publish(const std::vector<core::PublishedAddr>& addrs, bool put,
 mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
     *num_btls = 0;
     mca::State& s = mca::state();
-    if (const std::string err = core::validate(mca::raw_params(), s.config); !err.empty()) {
-        logf(s.log, LogLevel::Error, "invalid parameter: %s", err.c_str());
-        return nullptr;
-    }
+    // Set wrong: say so once and end the job (mca_params.hpp).
+    plugin::common::exit_on_bad_params(&mca_btl_drtcp_component.btl_version,
+                                       core::validate(mca::raw_params(), s.config));
     s.interfaces = usable_interfaces(s.config);
     if (s.interfaces.empty()) {
         logf(s.log, LogLevel::Info, "no usable interface; drtcp disabled");

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "btl.hpp"
+#include "mca_params.hpp"
 #include "btl_frag.hpp"
 
 extern "C" {
@@ -433,10 +434,9 @@ const adapter::TlResource* choose(const std::vector<adapter::TlResource>& all,
 mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     *num_btls = 0;
     mca::State& s = mca::state();
-    if (const std::string err = core::validate(mca::raw_params(), s.config); !err.empty()) {
-        logf(s.log, LogLevel::Error, "invalid parameter: %s", err.c_str());
-        return nullptr;
-    }
+    // Set wrong: say so once and end the job (mca_params.hpp).
+    plugin::common::exit_on_bad_params(&mca_btl_drucx_component.btl_version,
+                                       core::validate(mca::raw_params(), s.config));
     if (std::string runtime; !adapter::runtime_version_matches(runtime)) {
         logf(s.log, LogLevel::Info, "UCX %s at run time, built against %s; drucx disabled",
              runtime.c_str(), adapter::kBuiltUcx);

@@ -64,10 +64,9 @@ int drtcp_available() noexcept {
         logf(s.log, LogLevel::Debug, "not named in --mca oob: staying out of the way");
         return ORTE_ERR_NOT_AVAILABLE;
     }
-    if (const std::string err = core::validate(s.raw, s.config); !err.empty()) {
-        logf(s.log, LogLevel::Error, "invalid parameter: %s", err.c_str());
-        return ORTE_ERR_BAD_PARAM;
-    }
+    // Named in --mca oob and set wrong: say so once and end (mca_params.hpp).
+    plugin::common::exit_on_bad_params(&mca_oob_drtcp_component.oob_base,
+                                       core::validate(s.raw, s.config));
     auto ifs = plugin::common::select_interfaces(
         plugin::common::net::list_interfaces(), s.config.include, s.config.exclude,
         plugin::common::kFamilyV4 | plugin::common::kFamilyV6);

@@ -8,9 +8,10 @@
 
 namespace plugin::common {
 
-// A fault probability parameter is valid: finite and within 0..1.
+// A fault probability parameter is valid: finite, at least 0 and below 1 (1
+// would lose every frame: a job that never ends).
 inline bool is_probability(double p) noexcept {
-    return p >= 0.0 && p <= 1.0;
+    return p >= 0.0 && p < 1.0;
 }  // NaN fails both
 
 struct FaultPlan {

@@ -190,6 +190,8 @@ int dr_query(mca_base_module_t** out, int* priority) noexcept {
     *priority = 0;
     if (!selected_by_name())
         return OPAL_ERR_NOT_AVAILABLE;
+    // Named in --mca pmix and set wrong: say so once and end (mca_params.hpp).
+    plugin::common::exit_on_bad_params(&mca_pmix_dr_component.base_version, {});
     // An application process launched by ORTE whose daemon is not ours (the
     // name was exported to the application only): no server to talk to.
     if (std::getenv("OMPI_MCA_orte_launch") != nullptr && std::getenv(kEnvUri) == nullptr) {

@@ -3,6 +3,7 @@
 
 #include "config.hpp"
 #include "opal_log.hpp"
+#include "mca_params.hpp"
 #include "params.hpp"
 #include "pml.hpp"
 #include "pvars.hpp"
@@ -68,11 +69,8 @@ mca_pml_base_module_t* dr_init(int* priority, bool enable_progress_threads,
                                bool enable_mpi_threads) noexcept {
     pml::dr::core::Config config;
     const std::string err = pml::dr::core::validate(pml::dr::mca::raw_params(), config);
-    if (!err.empty()) {
-        plugin::common::logf(g_log, plugin::common::LogLevel::Error, "invalid parameter: %s",
-                             err.c_str());
-        return nullptr;
-    }
+    // Named in --mca pml and set wrong: say so once and end the job.
+    plugin::common::exit_on_bad_params(&mca_pml_dr_component.pmlm_version, err);
     *priority = pml::dr::mca::raw_params().priority;
     if (mca_bml_base_init(enable_progress_threads, enable_mpi_threads) != OMPI_SUCCESS) {
         plugin::common::logf(g_log, plugin::common::LogLevel::Error,

@@ -62,15 +62,27 @@ bool puts_allowed(const mca_btl_base_module_t* btl, core::PeerId peer,
 
 // Everything is written: tell the receiver, on the same path. The send then
 // completes once that frame is acknowledged (check_send_done).
+// Over btl self the receiver's verdict (a CTS) comes back inside the send
+// call, so the request waits for it before the frame goes, and a hold on
+// frames_inflight keeps it from completing until the call has returned.
 bool send_put_done(SendRequest* r) noexcept {
-    const int rc = send_put_done_frame(r);
-    if (rc == OMPI_ERR_OUT_OF_RESOURCE)
-        return false;
-    if (rc != OMPI_SUCCESS)
-        r->failed = true;  // the path is gone; the peer is (or will be) dead
+    const std::uint64_t scheduled = r->bytes_scheduled;
     r->bytes_scheduled = r->bytes_target;
     r->cts_received = true;
-    r->put_verdict_wait = r->put_verify && !r->failed;
+    r->put_verdict_wait = r->put_verify;
+    ++r->frames_inflight;
+    const int rc = send_put_done_frame(r);
+    --r->frames_inflight;
+    if (rc == OMPI_ERR_OUT_OF_RESOURCE) {
+        r->bytes_scheduled = scheduled;
+        r->cts_received = false;
+        r->put_verdict_wait = false;
+        return false;
+    }
+    if (rc != OMPI_SUCCESS) {
+        r->failed = true;  // the path is gone; the peer is (or will be) dead
+        r->put_verdict_wait = false;
+    }
     check_send_done(r);
     return true;
 }
