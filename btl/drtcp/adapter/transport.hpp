@@ -231,7 +231,8 @@ class Transport {
     TransportCounters counters_;
     std::function<PeerVerdict(core::ProcName)> unknown_peer_;
     plugin::common::auth::Key key_;
-    std::unordered_map<std::uint64_t, plugin::common::auth::Key> pair_keys_;  // by peer
+    // By peer, for the transport's lifetime (endpoints and handshakes point here).
+    std::unordered_map<std::uint64_t, std::unique_ptr<plugin::common::auth::KeyedMac>> pair_keys_;
     std::uint64_t hello_seq_ = 0;  // the last HELLO sequence sent
     std::array<bool, kRefusalCount> refusal_logged_{};
     core::RegionTable regions_;

@@ -95,7 +95,7 @@ bool Transport::write_hello(Conn* c) {
     h.to = ep->remote;
     h.link = m.link;
     h.flags = ep->reconnect ? core::kHelloReconnect : 0;
-    c->hs.emplace(ep->pair_key, config_.auth);
+    c->hs.emplace(*ep->pair_key, config_.auth);
     auto offer = c->hs->hello(binding(self_, ep->remote, m.link),
                               core::make_hello_nonce(hello_seq_, random));
     if (!offer)
@@ -186,7 +186,7 @@ bool Transport::check_incoming_hello(Conn* c, const core::Hello& h) {
         refuse(c, Refusal::Replay, "HELLO sequence seen before (a replay)");
         return false;
     }
-    c->hs.emplace(ep->pair_key, config_.auth);
+    c->hs.emplace(*ep->pair_key, config_.auth);
     auto offer = c->hs->on_hello(binding(h.from, self_, h.link), h.nonce, h.mac);
     if (!offer) {
         refuse(c, Refusal::BadMac, "HELLO not signed with the pair's key");
@@ -253,16 +253,16 @@ bool Transport::on_reply(Conn* c, const core::Reply& r) {
              r.from.jobid, r.from.vpid);
         return false;
     }
-    std::uint8_t buf[core::kConfirmSize];
-    if (!core::encode(core::Confirm{*confirm}, buf) || !send_all(c->fd, buf, sizeof buf))
+    if (!core::encode(core::Confirm{*confirm}, c->prefix))
         return false;
+    c->prefix_len = core::kConfirmSize;  // sent with the first frames (flush_locked)
     ++counters_.handshakes;
     ep->fsm.on_outgoing_reply();
     ep->outgoing = nullptr;
     ep->active = c;
     ep->reconnect = false;
     c->identified = true;
-    flush_locked(ep, p_done_);
+    flush_locked(ep, p_done_);  // a dead socket is handled as any failed write
     return true;
 }
 

@@ -24,6 +24,10 @@ struct Conn {
     bool adopted = false;     // incoming: authentic HELLO, REPLY sent, CONFIRM due
     bool counted = false;     // its refusal is counted already
     std::optional<plugin::common::auth::Handshake> hs;
+    // Handshake bytes that go out ahead of the first frames (our CONFIRM).
+    std::uint8_t prefix[core::kConfirmSize] = {};
+    std::size_t prefix_len = 0;
+    std::size_t prefix_sent = 0;
     bool closed = false;  // in the graveyard; ignore further events
     bool refused_duplicate = false;
     std::uint64_t frames_written = 0;  // completed on this connection
@@ -35,20 +39,21 @@ struct Conn {
 
 struct Endpoint {
     Endpoint(int m, core::ProcName r, const SockAddr& a, void* u, core::ConnectPolicy policy,
-             core::ProcName self, const plugin::common::auth::Key& k, plugin::common::LogSink& log)
-        : module(m), remote(r), raddr(a), user(u), fsm(self, r, policy, log), pair_key(k) {}
+             core::ProcName self, const plugin::common::auth::KeyedMac& k,
+             plugin::common::LogSink& log)
+        : module(m), remote(r), raddr(a), user(u), fsm(self, r, policy, log), pair_key(&k) {}
     int module;
     core::ProcName remote;
     SockAddr raddr;
     void* user;
     core::EndpointFsm fsm;
     plugin::common::SendQueue queue;
-    Conn* active = nullptr;    // the connection frames travel on
-    Conn* outgoing = nullptr;  // our connect attempt in progress
-    bool write_armed = false;  // EPOLLOUT requested on `active`
-    bool reported = false;     // its failure went to the PML already
-    std::uint64_t sent = 0;    // frames accepted by send()
-    plugin::common::auth::Key pair_key;
+    Conn* active = nullptr;                          // the connection frames travel on
+    Conn* outgoing = nullptr;                        // our connect attempt in progress
+    bool write_armed = false;                        // EPOLLOUT requested on `active`
+    bool reported = false;                           // its failure went to the PML already
+    std::uint64_t sent = 0;                          // frames accepted by send()
+    const plugin::common::auth::KeyedMac* pair_key;  // Transport::pair_keys_
     std::uint64_t last_hello_seq = 0;  // highest authentic HELLO sequence from the peer
     bool reconnect = false;            // a connection of ours closed before carrying a frame
 };
