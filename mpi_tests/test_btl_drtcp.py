@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+import drtcp_hostile
 import harness
 from test_reliability import counters
 
@@ -167,7 +168,66 @@ def test_garbage_on_the_listening_port_mid_job(mpi, pml):
     expect(result, "demo ok")
     assert sent[0] > 0, "the attacker never reached a drtcp port: the test proved nothing"
     text = result.stdout + result.stderr
-    assert re.search(r"closing a connection: .*(magic|version|checksum|HELLO)", text), result
+    assert re.search(r"refused a connection from \S+ \((malformed|silent)\)", text), result
+
+
+# The hostile-peer suite (issue 24): pml dr over drtcp at default
+# parameters (authentication on), loopback named as every one-host test
+# does, verbose 20 for the counters line each rank logs at finalize.
+HOSTILE_MCA = run_with("dr", btl_drtcp_verbose=20)
+_REFUSAL = re.compile(r"counters: .*endpoint failures (\d+), refused (\d+) \(([^)]*)\)")
+_HOSTILE_COUNTERS = ("malformed", "silent", "flood", "not-for-us", "wrong-job", "beyond-job",
+                     "unknown", "bad-link", "address", "duplicate", "replay", "bad-mac")
+
+
+def refusals(text: str) -> dict[str, int]:
+    """drtcp's refusal counters summed over the ranks' finalize lines."""
+    total: dict[str, int] = {}
+    lines = 0
+    for m in _REFUSAL.finditer(text):
+        lines += 1
+        total["endpoint failures"] = total.get("endpoint failures", 0) + int(m.group(1))
+        total["refused"] = total.get("refused", 0) + int(m.group(2))
+        for item in m.group(3).split():
+            name, value = item.split("=")
+            total[name] = total.get(name, 0) + int(value)
+    total["lines"] = lines
+    return total
+
+
+@pytest.mark.mpi_timeout(300)
+@pytest.mark.parametrize("attack", drtcp_hostile.ATTACKS)
+def test_hostile_peers_while_a_job_runs(mpi, tmp_path, attack):
+    """While 4 ranks move verified data around a ring over drtcp, a
+    stranger hits their listening ports (see drtcp_hostile: noise, huge
+    lengths, forged HELLOs for real ranks without the key, unknown ranks and
+    jobs, the job's own HELLOs replayed, half-open and one-byte-a-second
+    connections, 200 at once). Every hostile connection is closed with no
+    reply byte within its bound; the job finishes rc 0 with every byte
+    right and no failure; the counters show the refusals."""
+    sniff = attack == "replayed_handshake"
+    if sniff and not drtcp_hostile.can_sniff():
+        pytest.skip("capturing the job's HELLOs on loopback needs CAP_NET_RAW")
+    with drtcp_hostile.DrtcpVictim(mpi, tmp_path, HOSTILE_MCA, sniff=sniff) as job:
+        expected = drtcp_hostile.ATTACKS[attack](job)
+        job.still_running()
+        result = job.finish()
+    result.check()
+    oks = re.findall(r"drtcp victim ok (\d+) 4 (\d+) (\d+)", result.stdout)
+    assert len(oks) == 4, result
+    assert all(int(n) > 0 for _, _, n in oks), result
+    got = refusals(result.stdout + result.stderr)
+    assert got["lines"] == 4, f"expected a counters line per rank:\n{result}"
+    assert got["endpoint failures"] == 0, got
+    for name, want in expected.items():
+        if name != "connections":
+            assert got.get(name, 0) >= want, f"{name}: {got}"
+    assert got["refused"] >= expected["connections"], got
+    # Only what the attack can cause: nothing else was refused.
+    unexpected = {k: got[k] for k in _HOSTILE_COUNTERS
+                  if got.get(k, 0) and k not in expected
+                  and k not in ("flood", "silent", "duplicate")}
+    assert not unexpected, f"refusals the attack cannot explain: {unexpected} ({got})"
 
 
 @pytest.mark.mpi_timeout(60)

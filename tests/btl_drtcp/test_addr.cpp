@@ -69,11 +69,15 @@ TEST(DrtcpAddr, IncludeExcludeByNameOrCidr) {
 TEST(DrtcpAddr, ModexRoundTripAndHostileBlobs) {
     std::vector<PublishedAddr> addrs = {{ip("10.71.0.3"), 24, 4000, 2},
                                         {ip("fd72::3"), 64, 4001, 1}};
-    const auto blob = encode_modex(addrs, kModexPut);
+    plugin::common::auth::Key key{};
+    for (std::size_t i = 0; i < key.size(); ++i)
+        key[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    const auto blob = encode_modex(addrs, kModexPut, key);
     auto back = decode_modex(blob);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back->addrs, addrs);
     EXPECT_EQ(back->flags, kModexPut);
+    EXPECT_EQ(back->key, key);
     auto flags = blob;
     flags[2] = 0x80;  // an unknown flag
     EXPECT_EQ(decode_modex(flags).error().code, ErrorCode::BadField);
@@ -88,13 +92,13 @@ TEST(DrtcpAddr, ModexRoundTripAndHostileBlobs) {
         (void)decode_modex(bad);
     }
     auto version = blob;
-    version[0] = 2;
+    version[0] = 1;  // the old blob, without a key
     EXPECT_EQ(decode_modex(version).error().code, ErrorCode::BadVersion);
     auto port0 = blob;
-    port0[6] = port0[7] = 0;
+    port0[kModexHeader + 2] = port0[kModexHeader + 3] = 0;
     EXPECT_EQ(decode_modex(port0).error().code, ErrorCode::BadField);
     auto family = blob;
-    family[4] = 5;
+    family[kModexHeader] = 5;
     EXPECT_EQ(decode_modex(family).error().code, ErrorCode::BadField);
 }
 

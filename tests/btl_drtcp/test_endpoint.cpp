@@ -1,6 +1,6 @@
-// drtcp endpoint state machine: first frame connects, HELLOs settle the
-// connection, simultaneous connects keep exactly one (the smaller name's),
-// failed attempts retry with linear back-off up to the limit, a broken
+// drtcp endpoint state machine: first frame connects, the handshake settles
+// the connection (an adopted one waits for the CONFIRM), simultaneous connects keep exactly one
+// (the smaller name's), failed attempts retry with linear back-off up to the limit, a broken
 // established connection fails for good, BYE is not a failure.
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ TEST(DrtcpEndpoint, ConnectsOnFirstFrameOnly) {
     EXPECT_EQ(e.on_send(5), Action::None);
     e.on_tcp_connected(10);
     EXPECT_EQ(e.state(), EpState::HelloWait);
-    e.on_outgoing_hello();
+    e.on_outgoing_reply();
     EXPECT_TRUE(e.connected());
     EXPECT_EQ(e.deadline(), kNever);
     EXPECT_EQ(e.on_incoming_hello(), EndpointFsm::Incoming::Refuse);  // one connection only
@@ -49,11 +49,14 @@ TEST(DrtcpEndpoint, SimultaneousConnectKeepsTheSmallerNamesConnection) {
     large.on_tcp_connected(1);
     EXPECT_EQ(small.on_incoming_hello(), EndpointFsm::Incoming::Refuse);
     EXPECT_EQ(large.on_incoming_hello(), EndpointFsm::Incoming::Adopt);
-    EXPECT_TRUE(large.connected());
-    // The large side's refused attempt closes; nothing to do but already connected.
+    EXPECT_EQ(large.state(), EpState::ConfirmWait);
+    EXPECT_FALSE(large.connected());  // no frame before the peer's CONFIRM
+    // The large side's refused attempt closes; nothing to do but wait for the CONFIRM.
     EXPECT_EQ(large.on_outgoing_lost(2), Action::None);
-    small.on_outgoing_hello();
+    small.on_outgoing_reply();
     EXPECT_TRUE(small.connected());
+    large.on_confirmed();
+    EXPECT_TRUE(large.connected());
 }
 
 TEST(DrtcpEndpoint, LargerNameWaitsForThePeersConnectionThenRetries) {
@@ -91,13 +94,41 @@ TEST(DrtcpEndpoint, IncomingAdoptedWhileWaitingToRetry) {
     e.on_send(0);
     e.on_outgoing_lost(1);
     EXPECT_EQ(e.on_incoming_hello(), EndpointFsm::Incoming::Adopt);
+    e.on_confirmed();
     EXPECT_TRUE(e.connected());
     EXPECT_EQ(e.on_timer(1'000'000'000), Action::None);
+}
+
+TEST(DrtcpEndpoint, AnUnconfirmedAdoptionReturnsToClosedAndANewerHelloReplacesIt) {
+    EndpointFsm e(kSmall, kLarge, policy(), NullLogSink::instance());
+    EXPECT_EQ(e.on_incoming_hello(), EndpointFsm::Incoming::Adopt);
+    EXPECT_EQ(e.state(), EpState::ConfirmWait);
+    EXPECT_EQ(e.on_send(0), Action::None);  // frames wait for the CONFIRM
+    // The peer opened a newer connection: it replaces the pending one.
+    EXPECT_EQ(e.on_incoming_hello(), EndpointFsm::Incoming::Adopt);
+    EXPECT_EQ(e.state(), EpState::ConfirmWait);
+    e.on_unconfirmed();
+    EXPECT_EQ(e.state(), EpState::Closed);
+    EXPECT_TRUE(e.usable());
+    EXPECT_EQ(e.on_send(1), Action::Connect);
+}
+
+TEST(DrtcpEndpoint, AnEstablishedConnectionIsReplacedOnlyWithAReconnectReason) {
+    EndpointFsm e(kSmall, kLarge, policy(), NullLogSink::instance());
+    e.on_send(0);
+    e.on_tcp_connected(1);
+    e.on_outgoing_reply();
+    ASSERT_TRUE(e.connected());
+    EXPECT_EQ(e.on_incoming_hello(false), EndpointFsm::Incoming::Refuse);
+    EXPECT_TRUE(e.connected());
+    EXPECT_EQ(e.on_incoming_hello(true), EndpointFsm::Incoming::Adopt);
+    EXPECT_EQ(e.state(), EpState::ConfirmWait);
 }
 
 TEST(DrtcpEndpoint, LossIsFinalByeIsQuiet) {
     EndpointFsm a(kSmall, kLarge, policy(), NullLogSink::instance());
     EXPECT_EQ(a.on_incoming_hello(), EndpointFsm::Incoming::Adopt);
+    a.on_confirmed();
     EXPECT_EQ(a.on_connection_lost(false), Action::Fail);
     EXPECT_EQ(a.state(), EpState::Failed);
     EXPECT_EQ(a.on_connection_lost(false), Action::None);  // reported once
@@ -105,6 +136,7 @@ TEST(DrtcpEndpoint, LossIsFinalByeIsQuiet) {
 
     EndpointFsm b(kSmall, kLarge, policy(), NullLogSink::instance());
     b.on_incoming_hello();
+    b.on_confirmed();
     EXPECT_EQ(b.on_connection_lost(true), Action::Forget);
     EXPECT_EQ(b.state(), EpState::Gone);
     EXPECT_EQ(b.on_shutdown(), Action::None);
@@ -116,6 +148,10 @@ TEST(DrtcpEndpoint, TransitionTableAllowsOnlyTheDrawnEdges) {
     EXPECT_FALSE(transition_allowed(EpState::Connected, EpState::Connecting));
     EXPECT_FALSE(transition_allowed(EpState::Failed, EpState::Gone));
     EXPECT_TRUE(transition_allowed(EpState::HelloWait, EpState::AwaitPeer));
+    EXPECT_TRUE(transition_allowed(EpState::Closed, EpState::ConfirmWait));
+    EXPECT_FALSE(transition_allowed(EpState::Closed, EpState::Connected));  // CONFIRM first
+    EXPECT_TRUE(transition_allowed(EpState::ConfirmWait, EpState::Connected));
+    EXPECT_FALSE(transition_allowed(EpState::ConfirmWait, EpState::Connecting));
     for (int s = 0; s <= static_cast<int>(EpState::Gone); ++s)
         EXPECT_NE(to_string(static_cast<EpState>(s)), "unknown");
 }

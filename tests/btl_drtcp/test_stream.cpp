@@ -18,10 +18,20 @@ using plugin::common::ErrorCode;
 
 struct Rec : StreamSink {
     std::vector<Hello> hellos;
+    std::vector<Reply> replies;
+    int confirms = 0;
     std::vector<std::pair<std::uint8_t, std::vector<std::uint8_t>>> frames;
     bool accept = true;
     bool on_hello(const Hello& h) override {
         hellos.push_back(h);
+        return accept;
+    }
+    bool on_reply(const Reply& r) override {
+        replies.push_back(r);
+        return accept;
+    }
+    bool on_confirm(const Confirm&) override {
+        ++confirms;
         return accept;
     }
     void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) override {
@@ -31,10 +41,19 @@ struct Rec : StreamSink {
     bool bye = false;
 };
 
+// What an acceptor reads first: the initiator's HELLO, then its CONFIRM.
 void append_hello(std::vector<std::uint8_t>& s, ProcName from) {
     const std::size_t at = s.size();
-    s.resize(at + kHelloSize);
-    ASSERT_TRUE(encode(Hello{from, 1, 42}, std::span(s).subspan(at)).has_value());
+    s.resize(at + kHelloSize + kConfirmSize);
+    Hello h;
+    h.from = from;
+    h.to = {from.jobid, 1000};
+    h.link = 1;
+    h.nonce[0] = 42;
+    ASSERT_TRUE(encode(h, std::span(s).subspan(at)).has_value());
+    Confirm c;
+    c.mac[3] = 7;
+    ASSERT_TRUE(encode(c, std::span(s).subspan(at + kHelloSize)).has_value());
 }
 
 void append_frame(std::vector<std::uint8_t>& s, std::uint8_t tag,
@@ -86,6 +105,7 @@ TEST(DrtcpStream, WholeFramesWhateverTheReadSizes) {
         }
         ASSERT_EQ(rec.hellos.size(), 1u);
         EXPECT_EQ(rec.hellos[0].from, (ProcName{5, 9}));
+        EXPECT_EQ(rec.confirms, 1);
         EXPECT_EQ(rec.frames, sent) << "seed " << seed;
         EXPECT_EQ(d.frames(), sent.size());
         EXPECT_EQ(d.phase(), StreamDecoder::Phase::Header);
@@ -254,7 +274,7 @@ TEST(DrtcpStream, WithoutHelloAndZeroLengthFrames) {
     std::vector<std::uint8_t> s;
     append_frame(s, 7, {});
     append_frame(s, 8, {1});
-    StreamDecoder d(16, false);
+    StreamDecoder d(16, StreamDecoder::Role::None);
     Rec rec;
     ASSERT_TRUE(d.feed(s, rec).has_value());
     ASSERT_EQ(rec.frames.size(), 2u);
@@ -277,7 +297,8 @@ TEST(DrtcpStream, HostileBytesNeverCrash) {
                 append_frame(s, 1, payload(rng, 2000));
             s[rng() % s.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
         }
-        StreamDecoder d(4096, rng() % 2 == 0);
+        StreamDecoder d(4096,
+                        rng() % 2 == 0 ? StreamDecoder::Role::Acceptor : StreamDecoder::Role::None);
         Rec rec;
         std::size_t pos = 0;
         while (pos < s.size()) {
@@ -292,6 +313,76 @@ TEST(DrtcpStream, HostileBytesNeverCrash) {
         for (const auto& f : rec.frames)
             EXPECT_LE(f.second.size(), 4096u);
     }
+}
+
+// The handshake phases: an initiator's stream starts with REPLY; anything
+// else first (a frame header, a HELLO, a CONFIRM, another version, a wrong
+// length) fails after its 8-byte preamble, without waiting for more bytes.
+TEST(DrtcpStream, HandshakeMessagesAreCheckedAtTheirPreamble) {
+    std::vector<std::uint8_t> reply(kReplySize);
+    Reply r;
+    r.from = {3, 1};
+    ASSERT_TRUE(encode(r, reply).has_value());
+    {
+        std::vector<std::uint8_t> s = reply;
+        append_frame(s, 9, {1, 2, 3});
+        StreamDecoder d(1024, StreamDecoder::Role::Initiator);
+        Rec rec;
+        ASSERT_TRUE(d.feed(s, rec).has_value());
+        ASSERT_EQ(rec.replies.size(), 1u);
+        EXPECT_EQ(rec.replies[0].from, (ProcName{3, 1}));
+        ASSERT_EQ(rec.frames.size(), 1u);
+    }
+    struct Bad {
+        std::size_t byte;
+        std::uint8_t value;
+        ErrorCode code;
+    };
+    for (const Bad& bad :
+         {Bad{0, 0xD7, ErrorCode::BadType}, Bad{4, 1, ErrorCode::BadVersion},
+          Bad{5, 1, ErrorCode::BadType}, Bad{5, 3, ErrorCode::BadType},
+          Bad{6, 0xFF, ErrorCode::BadLength}, Bad{7, 0xFF, ErrorCode::BadLength}}) {
+        std::vector<std::uint8_t> s(reply.begin(), reply.begin() + kPreambleSize);
+        s[bad.byte] = bad.value;
+        StreamDecoder d(1024, StreamDecoder::Role::Initiator);
+        Rec rec;
+        auto res = d.feed(s, rec);  // 8 bytes are enough to refuse
+        ASSERT_FALSE(res.has_value()) << bad.byte;
+        EXPECT_EQ(res.error().code, bad.code) << bad.byte;
+        EXPECT_TRUE(rec.replies.empty());
+        EXPECT_EQ(d.phase(), StreamDecoder::Phase::Failed);
+    }
+    // A huge length in what would be a frame header, first on a connection.
+    std::vector<std::uint8_t> huge(kFrameHeaderSize);
+    ASSERT_TRUE(encode(FrameHeader{65, 0, 0xFFFFFFF0u}, huge).has_value());
+    StreamDecoder d(1024, StreamDecoder::Role::Acceptor);
+    Rec rec;
+    EXPECT_EQ(d.feed(huge, rec).error().code, ErrorCode::BadType);
+    EXPECT_EQ(d.held(), 0u);
+    // A refused REPLY fails the stream before the frames behind it.
+    std::vector<std::uint8_t> s = reply;
+    append_frame(s, 9, {1});
+    StreamDecoder d2(1024, StreamDecoder::Role::Initiator);
+    Rec refuse;
+    refuse.accept = false;
+    EXPECT_EQ(d2.feed(s, refuse).error().code, ErrorCode::UnknownPeer);
+    EXPECT_TRUE(refuse.frames.empty());
+}
+
+// An acceptor accepts nothing between HELLO and CONFIRM: a frame where the
+// CONFIRM belongs fails the stream.
+TEST(DrtcpStream, NoFrameBeforeTheConfirm) {
+    std::vector<std::uint8_t> s(kHelloSize);
+    Hello h;
+    h.from = {1, 1};
+    ASSERT_TRUE(encode(h, s).has_value());
+    append_frame(s, 9, std::vector<std::uint8_t>(40, 0));
+    StreamDecoder d(1024, StreamDecoder::Role::Acceptor);
+    Rec rec;
+    EXPECT_EQ(d.feed(s, rec).error().code, ErrorCode::BadType);
+    EXPECT_EQ(rec.hellos.size(), 1u);
+    EXPECT_EQ(rec.confirms, 0);
+    EXPECT_TRUE(rec.frames.empty());
 }
 
 }  // namespace

@@ -76,12 +76,15 @@ constexpr std::uint32_t kMaxFrame = 1 << 20;
 struct Rank {
     explicit Rank(core::ProcName n, const core::Config& c = loopback_config())
         : name(n),
-          t(std::make_unique<Transport>(c, n, kMaxFrame, plugin::common::NullLogSink::instance())) {
+          key(*plugin::common::auth::random_key()),
+          t(std::make_unique<Transport>(c, n, key, kMaxFrame,
+                                        plugin::common::NullLogSink::instance())) {
         auto m = t->add_module(kLo, 0, this);
         EXPECT_TRUE(m.has_value());
     }
     core::PublishedAddr addr() const { return t->published().at(0); }
     core::ProcName name;
+    plugin::common::auth::Key key;
     std::unique_ptr<Transport> t;
     Rec rec;
 };
@@ -107,8 +110,8 @@ void complete(Rank& r, SendResult res, void* cookie) {
 TEST(DrtcpTransport, BothWaysInOrderByteExactWithSimultaneousConnect) {
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
         Rank a({7, 0}), b({7, 1});
-        adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
-        adapter::Endpoint* ba = b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+        adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), b.key, nullptr);
+        adapter::Endpoint* ba = b.t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
         std::mt19937_64 rng(seed);
         std::vector<std::unique_ptr<OwnedFrame>> to_b, to_a;
         constexpr int kFrames = 300;
@@ -155,8 +158,8 @@ TEST(DrtcpTransport, APeerBusyLongerThanTheConnectTimeoutIsNoFailure) {
     core::Config c = loopback_config();
     c.connect.connect_timeout = 300 * plugin::common::kMillis;
     Rank a({7, 0}, c), b({7, 1}, c);
-    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
-    b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), b.key, nullptr);
+    b.t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
     auto f = make_frame(65, 100, 1);
     complete(a, a.t->send(ab, f->view()), f.get());
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
@@ -171,8 +174,8 @@ TEST(DrtcpTransport, APeerBusyLongerThanTheConnectTimeoutIsNoFailure) {
 TEST(DrtcpTransport, VanishedPeerIsReportedAndQueuedFramesFail) {
     Rank a({7, 0});
     auto b = std::make_unique<Rank>(core::ProcName{7, 1});
-    adapter::Endpoint* ab = a.t->add_endpoint(0, b->name, b->addr(), nullptr);
-    b->t->add_endpoint(0, a.name, a.addr(), nullptr);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b->name, b->addr(), b->key, nullptr);
+    b->t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
     auto first = make_frame(65, 100, 1);
     complete(a, a.t->send(ab, first->view()), first.get());
     ASSERT_TRUE(pump(a, *b, [&] { return b->rec.frames.size() == 1; }));
@@ -193,8 +196,8 @@ TEST(DrtcpTransport, VanishedPeerIsReportedAndQueuedFramesFail) {
 
 TEST(DrtcpTransport, ByeIsNotAFailure) {
     Rank a({7, 0}), b({7, 1});
-    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
-    adapter::Endpoint* ba = b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), b.key, nullptr);
+    adapter::Endpoint* ba = b.t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
     auto f = make_frame(65, 10, 1);
     complete(a, a.t->send(ab, f->view()), f.get());
     ASSERT_TRUE(pump(a, b, [&] { return b.rec.frames.size() == 1; }));
@@ -216,8 +219,8 @@ int raw_connect(std::uint16_t port) {
 
 TEST(DrtcpTransport, StrangersAndGarbageAreRefusedWhileTheJobGoesOn) {
     Rank a({7, 0}), b({7, 1});
-    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
-    b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), b.key, nullptr);
+    b.t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
     std::vector<std::unique_ptr<OwnedFrame>> keep;
     auto send_one = [&](std::uint64_t seed) {
         keep.push_back(make_frame(65, 1000, seed));
@@ -232,26 +235,30 @@ TEST(DrtcpTransport, StrangersAndGarbageAreRefusedWhileTheJobGoesOn) {
     attacks.emplace_back(64);  // zeros: wrong magic
     for (auto& x : attacks.back())
         x = static_cast<std::uint8_t>(rng());
+    core::Hello forged;  // names a real rank, signed with no key
+    forged.from = {7, 0};
+    forged.to = {7, 1};
+    forged.nonce[0] = 0x7F;
     std::vector<std::uint8_t> hello(core::kHelloSize);
-    ASSERT_TRUE(core::encode(core::Hello{{7, 0}, 0, 1}, hello).has_value());
+    ASSERT_TRUE(core::encode(forged, hello).has_value());
     auto bad_version = hello;
-    bad_version[4] = 9;
+    bad_version[4] = 1;
     attacks.push_back(bad_version);
     attacks.push_back(std::vector<std::uint8_t>(hello.begin(), hello.begin() + 10));  // truncated
+    core::Hello stranger_hello = forged;
+    stranger_hello.from = {99, 3};
     std::vector<std::uint8_t> stranger(core::kHelloSize);
-    ASSERT_TRUE(core::encode(core::Hello{{99, 3}, 0, 1}, stranger).has_value());
+    ASSERT_TRUE(core::encode(stranger_hello, stranger).has_value());
     attacks.push_back(stranger);
-    // A valid HELLO from a known name, then an absurd frame length.
-    auto absurd = hello;
-    absurd.resize(core::kHelloSize + core::kFrameHeaderSize);
-    ASSERT_TRUE(core::encode(core::FrameHeader{65, 0, 0xFFFFFFF0u},
-                             std::span(absurd).subspan(core::kHelloSize))
-                    .has_value());
+    attacks.push_back(hello);
+    // A frame header with an absurd length as the first bytes.
+    std::vector<std::uint8_t> absurd(core::kFrameHeaderSize);
+    ASSERT_TRUE(core::encode(core::FrameHeader{65, 0, 0xFFFFFFF0u}, absurd).has_value());
     attacks.push_back(absurd);
     for (const auto& bytes : attacks) {
         const int fd = raw_connect(port);
         ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
-        if (bytes.size() < core::kHelloSize)
+        if (bytes.size() == 10)
             ::shutdown(fd, SHUT_WR);  // truncated: the peer sees EOF mid-HELLO
         const std::uint64_t refused = b.t->counters().refused + b.t->counters().duplicates;
         ASSERT_TRUE(pump(
@@ -268,8 +275,8 @@ TEST(DrtcpTransport, KilledModuleFailsBothSides) {
     core::Config c = loopback_config();
     c.faults.fail_after = 5;
     Rank a({7, 0}, c), b({7, 1});
-    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
-    b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), b.key, nullptr);
+    b.t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
     std::vector<std::unique_ptr<OwnedFrame>> keep;
     int accepted = 0;
     for (int i = 0; i < 8; ++i) {
@@ -306,8 +313,8 @@ std::unique_ptr<OwnedFrame> make_put(std::uint64_t key, const void* addr,
 
 TEST(DrtcpTransport, PutLandsInRegisteredMemoryAndAForgedOneClosesTheConnection) {
     Rank a({7, 0}), b({7, 1});
-    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
-    b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), b.key, nullptr);
+    b.t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
     std::vector<std::uint8_t> target(1 << 20, 0);
     const std::uint64_t key = b.t->register_region(target.data(), target.size());
     std::vector<std::uint8_t> data(700000);
@@ -336,8 +343,8 @@ TEST(DrtcpTransport, InjectedDropAndCorruptionHitTheConfiguredShare) {
     c.faults.corrupt = 0.2;
     c.faults.seed = 11;
     Rank a({7, 0}), b({7, 1}, c);
-    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), nullptr);
-    b.t->add_endpoint(0, a.name, a.addr(), nullptr);
+    adapter::Endpoint* ab = a.t->add_endpoint(0, b.name, b.addr(), b.key, nullptr);
+    b.t->add_endpoint(0, a.name, a.addr(), a.key, nullptr);
     std::vector<std::unique_ptr<OwnedFrame>> keep;
     constexpr int kFrames = 1000;
     for (int i = 0; i < kFrames; ++i) {

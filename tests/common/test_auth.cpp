@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -179,6 +180,28 @@ TEST(Auth, StateNamesAndTransitions) {
     EXPECT_FALSE(transition_allowed(HsState::Start, HsState::Authenticated));
     EXPECT_FALSE(transition_allowed(HsState::Authenticated, HsState::Refused));
     EXPECT_FALSE(transition_allowed(HsState::Refused, HsState::Start));
+}
+
+TEST(Auth, KeyedMacEqualsOneShotHmacAndServesAHandshake) {
+    using namespace plugin::common::auth;
+    const Key key = *random_key();
+    const KeyedMac keyed(key);
+    for (std::size_t n : {0u, 1u, 63u, 64u, 65u, 200u}) {
+        std::vector<std::uint8_t> data(n, static_cast<std::uint8_t>(n));
+        EXPECT_EQ(keyed.mac(data), hmac(key, data)) << n;
+        EXPECT_EQ(keyed.mac(data), hmac(key, data)) << n;  // reusable
+    }
+    // One side with the kept context, the other with the plain key.
+    const Binding b{"test-v1", {1, 0}, {1, 1}, 3};
+    Handshake ini(keyed, true), acc(key, true);
+    auto hello = ini.hello(b);
+    ASSERT_TRUE(hello);
+    auto reply = acc.on_hello(b, hello->nonce, hello->mac);
+    ASSERT_TRUE(reply);
+    auto confirm = ini.on_reply(reply->nonce, reply->mac);
+    ASSERT_TRUE(confirm);
+    EXPECT_TRUE(acc.on_confirm(*confirm));
+    EXPECT_TRUE(ini.authenticated() && acc.authenticated());
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 // adapter's direct reads: direct_target/commit_direct).
 //
 // Input: | ctrl (u8) | max_frame (u32) | n (u8) | n read sizes (u8 each) | stream... |
-//   ctrl bit 0 (kNoHello):     the stream starts with frames, no HELLO
-//   ctrl bit 1 (kRefuseHello): the sink refuses the peer's HELLO
-//   ctrl bit 2 (kRawHelloCrc): leave the HELLO's CRC as it is (else resealed)
+//   ctrl bit 0 (kNoHello):     the stream starts with frames, no handshake
+//   ctrl bit 1 (kRefuseHello): the sink refuses the first handshake message
+//   ctrl bit 2 (kInitiator):   read as the initiator (REPLY first); else as
+//                              the acceptor (HELLO, then CONFIRM)
 //   ctrl bit 3 (kDirect):      read like the socket adapter: into
 //                              direct_target(min_direct) when it offers one,
 //                              the rest of the read through feed()
@@ -18,8 +19,9 @@
 //   stream in one read.
 //
 // The stream is read in those pieces and checked against a reference that
-// parses it in one piece straight from the wire decoders: the same HELLO,
-// frames (tag and payload bytes) and BYE in the same order, the error from
+// parses it in one piece straight from the wire decoders: the same
+// handshake messages (a bad preamble fails after its 8 bytes, before the
+// rest of the message), frames (tag and payload bytes) and BYE in the same order, the error from
 // the read that completes the bad message and from no earlier one, the same
 // final phase and held/wanted byte counts. A failed stream stays failed,
 // holds nothing and calls the sink no more; the caller's bytes are never
@@ -32,7 +34,6 @@
 #include <span>
 #include <vector>
 
-#include "crc32c.hpp"
 #include "fuzz_util.hpp"
 #include "stream.hpp"
 #include "wire.hpp"
@@ -45,13 +46,15 @@ using Phase = StreamDecoder::Phase;
 
 constexpr std::uint8_t kNoHello = 0x01;
 constexpr std::uint8_t kRefuseHello = 0x02;
-constexpr std::uint8_t kRawHelloCrc = 0x04;
+constexpr std::uint8_t kInitiator = 0x04;
 constexpr std::uint8_t kDirect = 0x08;
 constexpr std::uint32_t kMaxFrameCap = 1u << 20;
 
 struct Event {
-    enum class Kind : std::uint8_t { Hello, Frame, Bye } kind = Kind::Frame;
+    enum class Kind : std::uint8_t { Hello, Reply, Confirm, Frame, Bye } kind = Kind::Frame;
     Hello peer;                         // Hello
+    Reply reply;                        // Reply
+    Confirm confirm;                    // Confirm
     std::uint8_t tag = 0;               // Frame
     std::vector<std::uint8_t> payload;  // Frame
 
@@ -60,8 +63,11 @@ struct Event {
             return false;
         switch (a.kind) {
             case Kind::Hello:
-                return a.peer.from == b.peer.from && a.peer.link == b.peer.link &&
-                       a.peer.nonce == b.peer.nonce;
+                return a.peer == b.peer;
+            case Kind::Reply:
+                return a.reply == b.reply;
+            case Kind::Confirm:
+                return a.confirm == b.confirm;
             case Kind::Frame:
                 return a.tag == b.tag && a.payload == b.payload;
             case Kind::Bye:
@@ -75,6 +81,18 @@ Event hello_event(const Hello& h) {
     Event e;
     e.kind = Event::Kind::Hello;
     e.peer = h;
+    return e;
+}
+Event reply_event(const Reply& r) {
+    Event e;
+    e.kind = Event::Kind::Reply;
+    e.reply = r;
+    return e;
+}
+Event confirm_event(const Confirm& c) {
+    Event e;
+    e.kind = Event::Kind::Confirm;
+    e.confirm = c;
     return e;
 }
 Event frame_event(std::uint8_t tag, std::span<const std::uint8_t> payload) {
@@ -94,6 +112,14 @@ class Recorder : public StreamSink {
     explicit Recorder(bool refuse) : refuse_(refuse) {}
     bool on_hello(const Hello& hello) override {
         events.push_back(hello_event(hello));
+        return !refuse_;
+    }
+    bool on_reply(const Reply& r) override {
+        events.push_back(reply_event(r));
+        return !refuse_;
+    }
+    bool on_confirm(const Confirm& c) override {
+        events.push_back(confirm_event(c));
         return !refuse_;
     }
     void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) override {
@@ -121,8 +147,8 @@ struct Expected {
 };
 
 // The reference: the whole stream at once, message by message.
-Expected reference(std::span<const std::uint8_t> s, std::uint32_t max_frame, bool expect_hello,
-                   bool refuse) {
+Expected reference(std::span<const std::uint8_t> s, std::uint32_t max_frame,
+                   StreamDecoder::Role role, bool refuse) {
     Expected e;
     std::size_t pos = 0;
     const auto fail = [&](ErrorCode code, std::size_t end) {
@@ -137,16 +163,49 @@ Expected reference(std::span<const std::uint8_t> s, std::uint32_t max_frame, boo
         e.held = s.size() - pos;
         return e;
     };
-    if (expect_hello) {
-        if (s.size() < kHelloSize)
-            return partial(Phase::Hello, kHelloSize);
-        const auto h = decode_hello(s.first(kHelloSize));
-        if (!h)
-            return fail(h.error().code, kHelloSize);
-        e.events.push_back(hello_event(*h));
+    std::vector<HsType> handshake;
+    if (role == StreamDecoder::Role::Acceptor)
+        handshake = {HsType::Hello, HsType::Confirm};
+    else if (role == StreamDecoder::Role::Initiator)
+        handshake = {HsType::Reply};
+    for (const HsType t : handshake) {
+        const Phase phase = t == HsType::Hello   ? Phase::Hello
+                            : t == HsType::Reply ? Phase::Reply
+                                                 : Phase::Confirm;
+        const std::size_t size = handshake_size(t);
+        if (s.size() - pos < kPreambleSize)
+            return partial(phase, size);
+        if (auto ok = check_preamble(s.subspan(pos, kPreambleSize), t); !ok)
+            return fail(ok.error().code, pos + kPreambleSize);
+        if (s.size() - pos < size)
+            return partial(phase, size);
+        const auto msg = s.subspan(pos, size);
+        switch (t) {
+            case HsType::Hello: {
+                const auto h = decode_hello(msg);
+                if (!h)
+                    return fail(h.error().code, pos + size);
+                e.events.push_back(hello_event(*h));
+                break;
+            }
+            case HsType::Reply: {
+                const auto r = decode_reply(msg);
+                if (!r)
+                    return fail(r.error().code, pos + size);
+                e.events.push_back(reply_event(*r));
+                break;
+            }
+            case HsType::Confirm: {
+                const auto c = decode_confirm(msg);
+                if (!c)
+                    return fail(c.error().code, pos + size);
+                e.events.push_back(confirm_event(*c));
+                break;
+            }
+        }
         if (refuse)
-            return fail(ErrorCode::UnknownPeer, kHelloSize);
-        pos = kHelloSize;
+            return fail(ErrorCode::UnknownPeer, pos + size);
+        pos += size;
     }
     for (;;) {
         if (s.size() - pos < kFrameHeaderSize)
@@ -199,17 +258,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto rest = in.rest();
     std::vector<std::uint8_t> stream(rest.begin(), rest.end());
 
-    const bool expect_hello = (ctrl & kNoHello) == 0;
+    const StreamDecoder::Role role = (ctrl & kNoHello) != 0     ? StreamDecoder::Role::None
+                                     : (ctrl & kInitiator) != 0 ? StreamDecoder::Role::Initiator
+                                                                : StreamDecoder::Role::Acceptor;
     const bool refuse = (ctrl & kRefuseHello) != 0;
     const bool direct = (ctrl & kDirect) != 0;
     const std::size_t min_direct = static_cast<std::size_t>(ctrl >> 4) * 32;
-    if (expect_hello && (ctrl & kRawHelloCrc) == 0 && stream.size() >= kHelloSize)
-        fuzz::put_be32(std::span(stream).subspan(kHelloSize - 4),
-                       plugin::common::crc32c(stream.data(), kHelloSize - 4));
     const std::vector<std::uint8_t> original = stream;
-    const Expected want = reference(original, max_frame, expect_hello, refuse);
+    const Expected want = reference(original, max_frame, role, refuse);
 
-    StreamDecoder d(max_frame, expect_hello);
+    StreamDecoder d(max_frame, role);
     Recorder sink(refuse);
     const std::span<std::uint8_t> s(stream);
     std::size_t pos = 0;

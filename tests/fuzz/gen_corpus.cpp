@@ -65,13 +65,17 @@ Bytes pattern(std::size_t n, std::uint8_t start) {
 }
 
 // ------------------------------------------------------------ drtcp
-drtcp::Hello hello(std::uint32_t jobid, std::uint32_t vpid, std::uint16_t link,
-                   std::uint64_t nonce) {
+drtcp::Hello hello(std::uint32_t jobid, std::uint32_t vpid, std::uint16_t link, std::uint64_t seq) {
     drtcp::Hello h;
     h.from.jobid = jobid;
     h.from.vpid = vpid;
+    h.to.jobid = jobid;
+    h.to.vpid = vpid + 1;
     h.link = link;
-    h.nonce = nonce;
+    const Bytes random = pattern(8, 0x11);
+    h.nonce = drtcp::make_hello_nonce(seq, std::span<const std::uint8_t, 8>(random.data(), 8));
+    const Bytes mac = pattern(32, 0x5A);
+    std::copy(mac.begin(), mac.end(), h.mac.begin());
     return h;
 }
 
@@ -81,6 +85,37 @@ void append_hello(Bytes& b, const drtcp::Hello& h) {
     if (!drtcp::encode(h, std::span(b).subspan(at)) ||
         !drtcp::decode_hello(std::span(b).subspan(at)))
         die("drtcp HELLO does not round-trip");
+}
+
+void append_reply(Bytes& b, std::uint32_t jobid, std::uint32_t vpid) {
+    drtcp::Reply r;
+    r.from = {jobid, vpid};
+    const Bytes nonce = pattern(16, 0x21);
+    std::copy(nonce.begin(), nonce.end(), r.nonce.begin());
+    const Bytes mac = pattern(32, 0x6B);
+    std::copy(mac.begin(), mac.end(), r.mac.begin());
+    const std::size_t at = b.size();
+    b.resize(at + drtcp::kReplySize);
+    if (!drtcp::encode(r, std::span(b).subspan(at)) ||
+        !drtcp::decode_reply(std::span(b).subspan(at)))
+        die("drtcp REPLY does not round-trip");
+}
+
+void append_confirm(Bytes& b) {
+    drtcp::Confirm c;
+    const Bytes mac = pattern(32, 0x7C);
+    std::copy(mac.begin(), mac.end(), c.mac.begin());
+    const std::size_t at = b.size();
+    b.resize(at + drtcp::kConfirmSize);
+    if (!drtcp::encode(c, std::span(b).subspan(at)) ||
+        !drtcp::decode_confirm(std::span(b).subspan(at)))
+        die("drtcp CONFIRM does not round-trip");
+}
+
+// What an acceptor reads first: HELLO then CONFIRM.
+void append_handshake(Bytes& b, const drtcp::Hello& h) {
+    append_hello(b, h);
+    append_confirm(b);
 }
 
 void append_frame(Bytes& b, std::uint8_t tag, const Bytes& payload, std::uint32_t max_frame) {
@@ -96,15 +131,26 @@ void append_frame(Bytes& b, std::uint8_t tag, const Bytes& payload, std::uint32_
 }
 
 void drtcp_seeds(std::vector<SeedFile>& out) {
-    // fuzz_drtcp_hello: | ctrl | HELLO |
+    // fuzz_drtcp_hello: | ctrl | handshake message |
     const auto hello_seed = [&](const char* name, std::uint8_t ctrl, const drtcp::Hello& h) {
         Bytes b{ctrl};
         append_hello(b, h);
         out.push_back({std::string("drtcp_hello/") + name, b});
     };
     hello_seed("valid", 0, hello(0x1234, 7, 1, 0x0102030405060708u));
-    hello_seed("extremes", 0, hello(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFF, ~0ull));
-    hello_seed("raw_crc", 0x01, hello(0, 0, 0, 0));
+    hello_seed("extremes", 0, hello(0xFFFFFFFFu, 0xFFFFFFFEu, 0xFFFF, ~0ull));
+    hello_seed("raw_preamble", 0x04, hello(0, 0, 0, 0));
+    {
+        drtcp::Hello h = hello(3, 1, 0, 77);
+        h.flags = drtcp::kHelloReconnect;
+        hello_seed("reconnect", 0, h);
+        Bytes r{0x01};
+        append_reply(r, 3, 2);
+        out.push_back({"drtcp_hello/reply", r});
+        Bytes c{0x02};
+        append_confirm(c);
+        out.push_back({"drtcp_hello/confirm", c});
+    }
 
     // fuzz_drtcp_frame_header: | max_frame | header |
     const auto header_seed = [&](const char* name, std::uint32_t max_frame, std::uint8_t tag,
@@ -149,13 +195,20 @@ void drtcp_seeds(std::vector<SeedFile>& out) {
     };
     {
         Bytes s;
-        append_hello(s, hello(5, 9, 0, 42));
+        append_handshake(s, hello(5, 9, 0, 42));
         append_frame(s, 1, {}, 1024);
         append_frame(s, 2, pattern(5, 1), 1024);
         append_frame(s, 3, pattern(300, 2), 1024);
         stream_seed("hello_frames_split", 0, 1024, {1, 7, 32, 200}, s);
         stream_seed("hello_frames_one_read", 0, 1024, {}, s);
         stream_seed("refused_hello", 0x02, 1024, {40}, s);
+    }
+    {
+        // The initiator's side: REPLY, then frames.
+        Bytes s;
+        append_reply(s, 5, 9);
+        append_frame(s, 6, pattern(40, 9), 1024);
+        stream_seed("reply_frames", 0x04, 1024, {5, 3, 60}, s);
     }
     {
         Bytes s;
@@ -169,7 +222,7 @@ void drtcp_seeds(std::vector<SeedFile>& out) {
         // Adapter-style reads (kDirect, min_direct 32) of a large payload,
         // then a BYE.
         Bytes s;
-        append_hello(s, hello(1, 2, 3, 4));
+        append_handshake(s, hello(1, 2, 3, 4));
         append_frame(s, 4, pattern(100, 6), 4096);
         append_frame(s, 5, pattern(600, 8), 4096);
         drtcp::FrameHeader bye;

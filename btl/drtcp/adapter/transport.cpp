@@ -24,7 +24,8 @@ Micros monotonic_micros() noexcept {
     return Micros{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
 }
 
-Transport::Transport(const core::Config& config, core::ProcName self, std::uint32_t max_frame,
+Transport::Transport(const core::Config& config, core::ProcName self,
+                     const plugin::common::auth::Key& key, std::uint32_t max_frame,
                      plugin::common::LogSink& log)
     : config_(config),
       self_(self),
@@ -35,7 +36,9 @@ Transport::Transport(const core::Config& config, core::ProcName self, std::uint3
       faults_(config.faults),
       scratch_(kScratchBytes),
       regions_(static_cast<std::uint64_t>(monotonic_micros()) ^ (std::uint64_t{self.jobid} << 32) ^
-               self.vpid) {}
+               self.vpid) {
+    key_ = key;
+}
 
 Transport::~Transport() {
     for (auto* list : {&listeners_, &conns_, &graveyard_})
@@ -102,13 +105,25 @@ std::vector<core::PublishedAddr> Transport::published() const {
 }
 
 Endpoint* Transport::add_endpoint(int module, core::ProcName remote,
-                                  const core::PublishedAddr& addr, void* user) {
+                                  const core::PublishedAddr& addr,
+                                  const plugin::common::auth::Key& peer_key, void* user) {
     std::lock_guard lock(io_);
     Module& m = modules_.at(static_cast<std::size_t>(module));
     if (auto it = m.peers.find(key_of(remote)); it != m.peers.end())
         return it->second;
-    endpoints_.push_back(std::make_unique<Endpoint>(
-        module, remote, to_sockaddr(addr.addr, addr.port), user, config_.connect, self_, *log_));
+    // One HMAC per peer, not per connection or link.
+    auto pk = pair_keys_.find(key_of(remote));
+    if (pk == pair_keys_.end()) {
+        const bool self_low = self_ < remote;
+        const auto k = plugin::common::auth::pair_key(
+            core::kAuthLabel, self_low ? self_ : remote, self_low ? key_ : peer_key,
+            self_low ? remote : self_, self_low ? peer_key : key_);
+        pk = pair_keys_.emplace(key_of(remote), std::make_unique<plugin::common::auth::KeyedMac>(k))
+                 .first;
+    }
+    endpoints_.push_back(std::make_unique<Endpoint>(module, remote,
+                                                    to_sockaddr(addr.addr, addr.port), user,
+                                                    config_.connect, self_, *pk->second, *log_));
     Endpoint* ep = endpoints_.back().get();
     m.peers.emplace(key_of(remote), ep);
     return ep;
@@ -164,15 +179,6 @@ void Transport::close_conn(Conn* c) {
     }
 }
 
-bool Transport::write_hello(Conn* c, std::uint16_t link) {
-    std::uint8_t buf[core::kHelloSize];
-    core::Hello h{self_, link, static_cast<std::uint64_t>(monotonic_micros())};
-    if (!core::encode(h, buf))
-        return false;
-    // A fresh socket's buffer is empty: 32 bytes go in one call or the socket is dead.
-    return ::send(c->fd, buf, sizeof buf, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof buf);
-}
-
 void Transport::start_connect_locked(Endpoint* ep) {
     close_conn(ep->outgoing);
     const Module& m = modules_[static_cast<std::size_t>(ep->module)];
@@ -208,21 +214,32 @@ void Transport::set_writable_interest(Endpoint* ep, bool want) {
 
 void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
     Conn* c = ep->active;
-    if (c == nullptr)
+    // Nothing but the handshake leaves before the peer proved the key.
+    if (c == nullptr || !ep->fsm.connected())
         return;
     plugin::common::ByteRange ranges[64];
     iovec iov[64];
-    while (!ep->queue.empty()) {
-        const std::size_t n = ep->queue.gather(ranges);
+    // The CONFIRM (initiator) leaves in the same sendmsg as the first frames:
+    // on loopback every send costs the peer's receive path too.
+    while (!ep->queue.empty() || c->prefix_sent < c->prefix_len) {
+        std::size_t first = 0;
         std::size_t total = 0;
+        const std::size_t prefix_left = c->prefix_len - c->prefix_sent;
+        if (prefix_left > 0) {
+            iov[0].iov_base = c->prefix + c->prefix_sent;
+            iov[0].iov_len = prefix_left;
+            total = prefix_left;
+            first = 1;
+        }
+        const std::size_t n = ep->queue.gather(std::span(ranges).subspan(first));
         for (std::size_t i = 0; i < n; ++i) {
-            iov[i].iov_base = const_cast<std::uint8_t*>(ranges[i].base);
-            iov[i].iov_len = ranges[i].len;
-            total += ranges[i].len;
+            iov[first + i].iov_base = const_cast<std::uint8_t*>(ranges[first + i].base);
+            iov[first + i].iov_len = ranges[first + i].len;
+            total += ranges[first + i].len;
         }
         msghdr msg{};
         msg.msg_iov = iov;
-        msg.msg_iovlen = n;
+        msg.msg_iovlen = first + n;
         const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR)
@@ -232,11 +249,15 @@ void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
             break;
         }
         counters_.bytes_sent += static_cast<std::uint64_t>(w);
-        c->frames_written += ep->queue.advance(static_cast<std::size_t>(w), done);
-        if (static_cast<std::size_t>(w) < total)
+        auto written = static_cast<std::size_t>(w);
+        const std::size_t from_prefix = std::min(written, prefix_left);
+        c->prefix_sent += from_prefix;
+        if (written > from_prefix)
+            c->frames_written += ep->queue.advance(written - from_prefix, done);
+        if (written < total)
             break;  // the socket buffer is full
     }
-    set_writable_interest(ep, !ep->queue.empty());
+    set_writable_interest(ep, !ep->queue.empty() || c->prefix_sent < c->prefix_len);
 }
 
 SendResult Transport::send(Endpoint* ep, const plugin::common::SendQueue::Frame& frame) {

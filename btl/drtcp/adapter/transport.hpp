@@ -9,6 +9,7 @@
 // time (others return at once). Events are delivered from progress() with no
 // transport lock held, so the PML may call send() from inside them.
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "addr.hpp"
+#include "auth.hpp"
 #include "config.hpp"
 #include "endpoint.hpp"
 #include "fault.hpp"
@@ -47,14 +49,39 @@ using plugin::common::net::to_sockaddr;
 struct Conn;
 struct Endpoint;
 
+// Why an incoming connection was closed before it was adopted (one counter
+// each; the first of each reason is logged at info level, the rest at debug).
+enum class Refusal : std::uint8_t {
+    Malformed,  // bad magic, version, type, length or reserved field
+    Silent,     // closed or timed out before a whole HELLO
+    Flood,      // over the bound of unidentified connections: the oldest went
+    NotForUs,   // the HELLO names another process as its target
+    WrongJob,   // names a process of another job this one does not know
+    BeyondJob,  // names a rank beyond the job's size
+    Unknown,    // names a process this one does not know (or cannot reach)
+    BadLink,    // a link index with no module on the address it arrived at
+    Address,    // from another address than the one the peer published
+    Duplicate,  // the endpoint has an established connection (no reconnect reason)
+    Replay,     // a HELLO sequence already seen from that peer
+    BadMac,     // HELLO or CONFIRM not signed with the pair's key
+};
+inline constexpr std::size_t kRefusalCount = 12;
+std::string_view to_string(Refusal r) noexcept;
+
+// What the glue says of a process that connects before it was added.
+enum class PeerVerdict : std::uint8_t { Known, WrongJob, BeyondJob, Unknown };
+
 struct TransportCounters {
     std::uint64_t frames_sent = 0;
     std::uint64_t frames_received = 0;
     std::uint64_t bytes_sent = 0;
     std::uint64_t bytes_received = 0;
-    std::uint64_t connects = 0;         // outgoing connections attempted
-    std::uint64_t accepts = 0;          // incoming connections accepted by the kernel
-    std::uint64_t refused = 0;          // incoming with a bad or unexpected HELLO, or silent
+    std::uint64_t connects = 0;  // outgoing connections attempted
+    std::uint64_t accepts = 0;   // incoming connections accepted by the kernel
+    std::uint64_t refused = 0;   // incoming closed before adoption (sum of refusals)
+    std::array<std::uint64_t, kRefusalCount> refusals{};  // by Refusal
+    std::uint64_t handshakes = 0;                         // connections authenticated (either side)
+    std::uint64_t reply_refused = 0;                      // our HELLO answered with a bad REPLY
     std::uint64_t duplicates = 0;       // simultaneous connects resolved by closing one
     std::uint64_t protocol_errors = 0;  // malformed stream on an identified connection
     std::uint64_t endpoint_failures = 0;
@@ -79,8 +106,10 @@ enum class SendResult : std::uint8_t { Done, Queued, Unreachable };
 
 class Transport {
   public:
-    Transport(const core::Config& config, core::ProcName self, std::uint32_t max_frame,
-              plugin::common::LogSink& log);
+    // `key`: this process's own key (published to its peers); a pair of
+    // processes authenticates with the pair key derived from both.
+    Transport(const core::Config& config, core::ProcName self, const plugin::common::auth::Key& key,
+              std::uint32_t max_frame, plugin::common::LogSink& log);
     ~Transport();
     Transport(const Transport&) = delete;
     Transport& operator=(const Transport&) = delete;
@@ -92,13 +121,16 @@ class Transport {
     // number of links) and the listener's port of its family.
     [[nodiscard]] std::vector<core::PublishedAddr> published() const;
 
+    // `peer_key`: the key the peer published; the pair key is derived once
+    // per peer and cached.
     Endpoint* add_endpoint(int module, core::ProcName remote, const core::PublishedAddr& addr,
-                           void* user);
+                           const plugin::common::auth::Key& peer_key, void* user);
     Endpoint* find_endpoint(int module, core::ProcName remote) const;
-    // Called (with no transport lock held) when a process this one has not
-    // added yet connects: the glue may add it (Open MPI adds procs lazily,
-    // on first use), and the connection is then accepted.
-    void set_unknown_peer_hook(std::function<void(core::ProcName)> hook) {
+    // Called (with no transport lock held) when a HELLO names a process
+    // this one has not added yet: the glue checks that it belongs to the job
+    // and may add it (Open MPI adds procs lazily, on first use); the HELLO is
+    // then checked like any other. Anything but Known refuses it.
+    void set_unknown_peer_hook(std::function<PeerVerdict(core::ProcName)> hook) {
         unknown_peer_ = std::move(hook);
     }
     // Says BYE, flushes what is queued (bounded wait), closes. The endpoint
@@ -148,7 +180,12 @@ class Transport {
     void watch(Conn* c, std::uint32_t events);
     void close_conn(Conn* c);  // deferred free
     void start_connect_locked(Endpoint* ep);
-    bool write_hello(Conn* c, std::uint16_t link);
+    bool write_hello(Conn* c);
+    bool on_reply(Conn* c, const core::Reply& r);
+    bool on_confirm(Conn* c, const core::Confirm& m);
+    // Counts and logs a refused incoming connection (no reply is sent).
+    void refuse(Conn* c, Refusal why, const char* detail);
+    bool check_incoming_hello(Conn* c, const core::Hello& h);
     void flush_locked(Endpoint* ep, std::vector<void*>& done);
     void set_writable_interest(Endpoint* ep, bool want);
     // A write found the socket dead: progress() closes it and reports (io_ held).
@@ -192,7 +229,12 @@ class Transport {
     plugin::common::FaultInjector faults_;
     std::vector<std::uint8_t> scratch_;  // read buffer
     TransportCounters counters_;
-    std::function<void(core::ProcName)> unknown_peer_;
+    std::function<PeerVerdict(core::ProcName)> unknown_peer_;
+    plugin::common::auth::Key key_;
+    // By peer, for the transport's lifetime (endpoints and handshakes point here).
+    std::unordered_map<std::uint64_t, std::unique_ptr<plugin::common::auth::KeyedMac>> pair_keys_;
+    std::uint64_t hello_seq_ = 0;  // the last HELLO sequence sent
+    std::array<bool, kRefusalCount> refusal_logged_{};
     core::RegionTable regions_;
     std::mutex regions_lock_;
     mutable std::mutex io_;  // endpoints, queues, connection table, epoll set

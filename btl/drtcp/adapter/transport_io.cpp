@@ -22,6 +22,8 @@ class Transport::ReadSink final : public core::StreamSink {
   public:
     ReadSink(Transport& t, Conn* c, TransportEvents& ev) : t_(t), c_(c), ev_(ev) {}
     bool on_hello(const core::Hello& h) override { return t_.on_hello(c_, h); }
+    bool on_reply(const core::Reply& r) override { return t_.on_reply(c_, r); }
+    bool on_confirm(const core::Confirm& m) override { return t_.on_confirm(c_, m); }
     void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) override {
         ++t_.counters_.frames_received;
         ++delivered;
@@ -108,14 +110,14 @@ void Transport::handle_accept(Conn* listener) {
         std::size_t unidentified = 0;
         Conn* oldest = nullptr;
         for (const auto& other : conns_) {
-            if (other->kind != Conn::Kind::Incoming || other->identified)
+            if (other->kind != Conn::Kind::Incoming || other->identified || other->adopted)
                 continue;
             ++unidentified;
             if (oldest == nullptr || other->deadline < oldest->deadline)
                 oldest = other.get();
         }
         if (unidentified >= kMaxUnidentified && oldest != nullptr) {
-            ++counters_.refused;
+            refuse(oldest, Refusal::Flood, "too many connections without a HELLO");
             close_conn(oldest);
         }
         apply_options(fd, sockopts_);
@@ -131,73 +133,6 @@ void Transport::handle_accept(Conn* listener) {
         timers_ = true;
         watch(c, EPOLLIN);
     }
-}
-
-bool Transport::on_hello(Conn* c, const core::Hello& h) {
-    if (c->kind == Conn::Kind::Incoming && unknown_peer_) {
-        bool known = false;
-        {
-            std::lock_guard lock(io_);
-            for (const Module& m : modules_)
-                known = known || m.peers.count(key_of(h.from)) != 0;
-        }
-        if (!known)
-            unknown_peer_(h.from);  // may add it through the glue's add_procs
-    }
-    std::lock_guard lock(io_);
-    if (c->kind == Conn::Kind::Outgoing) {
-        Endpoint* ep = c->ep;
-        const Module& m = modules_[static_cast<std::size_t>(ep->module)];
-        if (ep->outgoing != c || !(h.from == ep->remote) || h.link != m.link) {
-            ++counters_.protocol_errors;
-            logf(*log_, LogLevel::Warn, "HELLO reply names %u.%u link %u, expected %u.%u link %u",
-                 h.from.jobid, h.from.vpid, h.link, ep->remote.jobid, ep->remote.vpid, m.link);
-            return false;
-        }
-        ep->fsm.on_outgoing_hello();
-        ep->outgoing = nullptr;
-        ep->active = c;
-        c->identified = true;
-        flush_locked(ep, p_done_);
-        return true;
-    }
-    // An incoming connection: which module did it reach, and whose is it?
-    auto m = std::find_if(modules_.begin(), modules_.end(), [&](const Module& mod) {
-        return mod.local.addr == c->local && mod.link == h.link;
-    });
-    auto ep_it = m != modules_.end() ? m->peers.find(key_of(h.from)) : decltype(m->peers.end()){};
-    if (m == modules_.end() || m->dead || m->dying || ep_it == m->peers.end()) {
-        ++counters_.refused;
-        logf(*log_, LogLevel::Debug, "refused a connection from %u.%u link %u on %s", h.from.jobid,
-             h.from.vpid, h.link, c->local.str().c_str());
-        return false;
-    }
-    Endpoint* ep = ep_it->second;
-    if (!(c->peer == from_sockaddr(ep->raddr.ss))) {
-        // The name in a HELLO is not proof: the peer connects from the
-        // address it published for this pairing (its module binds it).
-        ++counters_.refused;
-        logf(*log_, LogLevel::Warn, "refused a HELLO naming %u.%u from %s (expected %s)",
-             h.from.jobid, h.from.vpid, c->peer.str().c_str(),
-             from_sockaddr(ep->raddr.ss).str().c_str());
-        return false;
-    }
-    if (ep->fsm.on_incoming_hello() == core::EndpointFsm::Incoming::Refuse) {
-        ++counters_.duplicates;
-        c->refused_duplicate = true;
-        return false;
-    }
-    close_conn(ep->outgoing);
-    ep->active = c;
-    c->ep = ep;
-    c->identified = true;
-    c->deadline = kNever;
-    if (!write_hello(c, m->link)) {
-        mark_broken(ep);
-        return true;  // the failure is handled with the other broken endpoints
-    }
-    flush_locked(ep, p_done_);
-    return true;
 }
 
 void Transport::handle_readable(Conn* c, TransportEvents& events) {
@@ -216,8 +151,10 @@ void Transport::handle_readable(Conn* c, TransportEvents& events) {
         }
         if (r == 0) {
             down = true;  // EOF
-            if (c->kind == Conn::Kind::Incoming && !c->identified && !c->refused_duplicate)
-                ++counters_.refused;  // hung up before a whole HELLO
+            if (c->kind == Conn::Kind::Incoming && !c->identified && !c->adopted) {
+                std::lock_guard lock(io_);
+                refuse(c, Refusal::Silent, "closed before a whole HELLO");
+            }
             break;
         }
         counters_.bytes_received += static_cast<std::uint64_t>(r);
@@ -231,12 +168,18 @@ void Transport::handle_readable(Conn* c, TransportEvents& events) {
         if (ok && got > 0)
             ok = c->decoder.feed(std::span(scratch_.data(), got), sink);
         if (!ok) {
-            if (c->identified)
+            if (c->identified) {
                 ++counters_.protocol_errors;
-            else if (!c->refused_duplicate && c->kind == Conn::Kind::Incoming)
-                ++counters_.refused;
-            logf(*log_, c->refused_duplicate ? LogLevel::Debug : LogLevel::Warn,
-                 "closing a connection: %s", ok.error().message.data());
+                logf(*log_, LogLevel::Warn, "closing a connection: %s", ok.error().message.data());
+            } else if (c->kind == Conn::Kind::Incoming && !c->counted) {
+                // Malformed before adoption; refusals by the checks are
+                // counted (and logged) where they are made.
+                std::lock_guard lock(io_);
+                refuse(c, Refusal::Malformed, ok.error().message.data());
+            } else if (c->kind == Conn::Kind::Outgoing && !c->identified) {
+                logf(*log_, LogLevel::Debug, "closing our connection attempt: %s",
+                     ok.error().message.data());
+            }
             down = true;
         }
         if (sink.bye || c->closed)
@@ -264,7 +207,7 @@ void Transport::handle_writable(Conn* c, TransportEvents& events) {
         std::lock_guard lock(io_);
         c->connecting = false;
         watch(c, EPOLLIN);
-        if (!write_hello(c, modules_[static_cast<std::size_t>(ep->module)].link)) {
+        if (!write_hello(c)) {
             c->connecting = true;  // handled as a failed attempt below
         } else {
             ep->fsm.on_tcp_connected(monotonic_micros());
@@ -287,11 +230,20 @@ void Transport::handle_conn_down(Conn* c, TransportEvents& events, bool graceful
     {
         std::lock_guard lock(io_);
         Endpoint* ep = c->ep;
-        if (ep != nullptr && ep->active == c && !graceful && c->decoder.frames() == 0 &&
-            c->frames_written == 0) {
+        if (ep != nullptr && ep->active == c && ep->fsm.state() == core::EpState::ConfirmWait) {
+            // Adopted, never confirmed (the peer gave up, or a replay):
+            // nothing was carried.
+            close_conn(c);
+            ep->fsm.on_unconfirmed();
+            ep->reconnect = true;
+            if (!ep->queue.empty() && ep->fsm.on_send(monotonic_micros()) == Action::Connect)
+                start_connect_locked(ep);
+        } else if (ep != nullptr && ep->active == c && !graceful && c->decoder.frames() == 0 &&
+                   c->frames_written == 0) {
             // Nothing went either way on it: an attempt the peer abandoned.
             close_conn(c);
             ep->fsm.on_abandoned();
+            ep->reconnect = true;
             if (!ep->queue.empty() && ep->fsm.on_send(monotonic_micros()) == Action::Connect)
                 start_connect_locked(ep);
         } else if (ep != nullptr && ep->active == c) {
@@ -351,7 +303,7 @@ void Transport::run_timers(TransportEvents& events) {
             if (c->deadline == kNever)
                 continue;
             if (now >= c->deadline && !c->identified) {
-                ++counters_.refused;
+                refuse(c, Refusal::Silent, "no HELLO within the connect timeout");
                 close_conn(c);  // moves it out of conns_
                 --i;
                 continue;

@@ -11,13 +11,15 @@ using plugin::common::ByteWriter;
 using plugin::common::ErrorCode;
 using plugin::common::fail;
 
-std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs, std::uint16_t flags) {
+std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs, std::uint16_t flags,
+                                       const plugin::common::auth::Key& key) {
     const std::size_t n = std::min(addrs.size(), kMaxPublished);
-    std::vector<std::uint8_t> out(4 + 24 * n);
+    std::vector<std::uint8_t> out(kModexHeader + 24 * n);
     ByteWriter w(out);
-    w.u8(1);
+    w.u8(kModexVersion);
     w.u8(static_cast<std::uint8_t>(n));
     w.u16(flags);
+    w.bytes(key);
     for (std::size_t i = 0; i < n; ++i) {
         const PublishedAddr& a = addrs[i];
         w.u8(a.addr.family);
@@ -38,12 +40,16 @@ Result<Published> decode_modex(std::span<const std::uint8_t> bytes) {
     pub.flags = r.u16();
     if (!r.ok())
         return fail(r.error());
-    if (version != 1)
+    if (version != kModexVersion)
         return fail(ErrorCode::BadVersion, "drtcp modex version");
     if ((pub.flags & ~kModexPut) != 0)
         return fail(ErrorCode::BadField, "drtcp modex flags");
-    if (count > kMaxPublished || bytes.size() != 4 + 24 * std::size_t{count})
+    if (count > kMaxPublished || bytes.size() != kModexHeader + 24 * std::size_t{count})
         return fail(ErrorCode::BadLength, "drtcp modex length");
+    const auto key = r.bytes(pub.key.size());
+    if (!r.ok())
+        return fail(r.error());
+    std::copy(key.begin(), key.end(), pub.key.begin());
     std::vector<PublishedAddr>& out = pub.addrs;
     out.resize(count);
     for (PublishedAddr& a : out) {

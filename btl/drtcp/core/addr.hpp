@@ -3,10 +3,14 @@
 // addresses (IP addresses, CIDRs and the interface filter are
 // plugin/common/core/netaddr.hpp).
 //
-// MODEX blob (published per process, version 1, big-endian):
-//   | version u8 | count u8 | flags u16 (bit 0: put) |  then `count` entries:
+// MODEX blob (published per process, version 2, big-endian):
+//   | version u8 | count u8 | flags u16 (bit 0: put) | key (32 bytes) |  then `count` entries:
 //   | family u8 (4|6) | prefix u8 | port u16 | links u16 | reserved u16 | addr 16 bytes |
 // An IPv4 address fills the first 4 bytes of `addr`, the rest is zero.
+// `key` is the process's random drtcp key (drawn at component init): the
+// modex is how the launcher hands the ranks of a job each other's private
+// data, and a pair of processes authenticates with a key derived from both
+// (plugin/common/core/auth.hpp pair_key).
 // The peer's blob is treated as hostile: bad version, count, family, prefix,
 // port 0 or nonzero padding refuse the whole blob (that peer is unreachable
 // through drtcp; the job goes on over other BTLs).
@@ -18,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth.hpp"
 #include "netaddr.hpp"
 #include "result.hpp"
 
@@ -49,9 +54,13 @@ inline constexpr std::uint16_t kModexPut = 0x0001;  // this process's modules of
 struct Published {
     std::vector<PublishedAddr> addrs;
     std::uint16_t flags = 0;
+    plugin::common::auth::Key key{};
 };
+inline constexpr std::uint8_t kModexVersion = 2;
+inline constexpr std::size_t kModexHeader = 4 + plugin::common::auth::kKeySize;
 
-std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs, std::uint16_t flags);
+std::vector<std::uint8_t> encode_modex(std::span<const PublishedAddr> addrs, std::uint16_t flags,
+                                       const plugin::common::auth::Key& key);
 Result<Published> decode_modex(std::span<const std::uint8_t> bytes);
 
 // Reachability. A local interface can talk to a peer's address when:

@@ -75,6 +75,7 @@ std::string validate(const RawParams& raw, Config& out) {
     if (raw.sendq_frames < 2 || raw.sendq_frames > 65536)
         return "btl_drtcp_sendq_frames must be in 2..65536";
     c.sendq_frames = raw.sendq_frames;
+    c.auth = raw.auth;
     if (!plugin::common::validate_faults(raw.faults, c.faults))
         return "btl_drtcp_fault_drop/corrupt must be probabilities in 0..1";
     out = c;

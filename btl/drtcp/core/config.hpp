@@ -33,6 +33,7 @@ struct RawParams {
     unsigned connect_attempts = 10;
     unsigned user_timeout_ms = 0;  // TCP_USER_TIMEOUT and keepalive (0: kernel defaults)
     unsigned sendq_frames = 512;   // per endpoint
+    bool auth = true;              // MACs in the handshake (off: debugging only)
     plugin::common::BtlFaultParams faults;
 };
 
@@ -54,6 +55,7 @@ struct Config {
     ConnectPolicy connect;
     unsigned user_timeout_ms = 0;
     unsigned sendq_frames = 512;
+    bool auth = true;  // off: MACs sent as zeros and not checked (identity checks stay)
     plugin::common::BtlFaults faults;
 };
 

@@ -14,6 +14,8 @@ std::string_view to_string(EpState s) noexcept {
             return "connecting";
         case EpState::HelloWait:
             return "hello-wait";
+        case EpState::ConfirmWait:
+            return "confirm-wait";
         case EpState::AwaitPeer:
             return "await-peer";
         case EpState::RetryWait:
@@ -35,14 +37,20 @@ bool transition_allowed(EpState from, EpState to) noexcept {
         case EpState::Closed:
         case EpState::RetryWait:
         case EpState::AwaitPeer:
-            return to == EpState::Connecting || to == EpState::Connected;
+            return to == EpState::Connecting || to == EpState::ConfirmWait;
         case EpState::Connecting:
             return to == EpState::HelloWait || to == EpState::Connected ||
-                   to == EpState::RetryWait || to == EpState::AwaitPeer;
+                   to == EpState::ConfirmWait || to == EpState::RetryWait ||
+                   to == EpState::AwaitPeer;
         case EpState::HelloWait:
-            return to == EpState::Connected || to == EpState::RetryWait || to == EpState::AwaitPeer;
+            return to == EpState::Connected || to == EpState::ConfirmWait ||
+                   to == EpState::RetryWait || to == EpState::AwaitPeer;
+        case EpState::ConfirmWait:
+            return to == EpState::Connected || to == EpState::Closed;
         case EpState::Connected:
-            return to == EpState::Closed;  // an adopted connection that never carried a frame
+            // Closed: an adopted connection that never carried a frame;
+            // ConfirmWait: replaced on the peer's reconnect.
+            return to == EpState::Closed || to == EpState::ConfirmWait;
         case EpState::Failed:
         case EpState::Gone:
             return false;
@@ -84,7 +92,7 @@ void EndpointFsm::on_tcp_connected(Micros /*now*/) noexcept {
     deadline_ = kNever;
 }
 
-void EndpointFsm::on_outgoing_hello() noexcept {
+void EndpointFsm::on_outgoing_reply() noexcept {
     if (state_ != EpState::HelloWait && state_ != EpState::Connecting)
         return;
     transition(EpState::Connected, "peer answered our HELLO");
@@ -92,12 +100,17 @@ void EndpointFsm::on_outgoing_hello() noexcept {
     attempts_ = 0;
 }
 
-EndpointFsm::Incoming EndpointFsm::on_incoming_hello() noexcept {
+EndpointFsm::Incoming EndpointFsm::on_incoming_hello(bool replace_idle) noexcept {
     switch (state_) {
         case EpState::Closed:
         case EpState::RetryWait:
         case EpState::AwaitPeer:
             break;
+        case EpState::ConfirmWait:
+            // The peer opened a newer connection (it keeps one attempt at a
+            // time): the pending one is dead on its side.
+            deadline_ = kNever;
+            return Incoming::Adopt;
         case EpState::Connecting:
         case EpState::HelloWait:
             // Simultaneous connects: both sides keep the smaller name's.
@@ -105,14 +118,30 @@ EndpointFsm::Incoming EndpointFsm::on_incoming_hello() noexcept {
                 return Incoming::Refuse;
             break;
         case EpState::Connected:
+            if (!replace_idle)
+                return Incoming::Refuse;
+            break;
         case EpState::Failed:
         case EpState::Gone:
             return Incoming::Refuse;
     }
-    transition(EpState::Connected, "adopted the peer's connection");
+    transition(EpState::ConfirmWait, "adopted the peer's connection, REPLY sent");
     deadline_ = kNever;
     attempts_ = 0;
     return Incoming::Adopt;
+}
+
+void EndpointFsm::on_confirmed() noexcept {
+    if (state_ != EpState::ConfirmWait)
+        return;
+    transition(EpState::Connected, "peer confirmed");
+}
+
+void EndpointFsm::on_unconfirmed() noexcept {
+    if (state_ != EpState::ConfirmWait)
+        return;
+    transition(EpState::Closed, "adopted connection closed before its CONFIRM");
+    deadline_ = kNever;
 }
 
 EndpointFsm::Action EndpointFsm::retry_or_fail(Micros now, const char* reason) noexcept {
@@ -185,6 +214,7 @@ EndpointFsm::Action EndpointFsm::on_timer(Micros now) noexcept {
             deadline_ = now + policy_.connect_timeout;
             return Action::Connect;
         case EpState::Closed:
+        case EpState::ConfirmWait:
         case EpState::Connected:
         case EpState::Failed:
         case EpState::Gone:

@@ -2,14 +2,19 @@
 // remote process), sans I/O. The adapter owns the sockets and asks this
 // machine what to do at each event; time comes in as `now`.
 //
-//   Closed ──send──▶ Connecting ──tcp up──▶ HelloWait ──peer HELLO──▶ Connected
-//      ▲                 │                      │                       │
-//      │   (lost before HELLO: retry later)     │               lost    │ BYE
+//   Closed ──send──▶ Connecting ──tcp up──▶ HelloWait ──peer REPLY──▶ Connected
+//      ▲                 │                      │  (HELLO sent)         │
+//      │   (lost before REPLY: retry later)     │               lost    │ BYE
 //      └──── RetryWait ◀─┴──────────────────────┘                 ▼     ▼
 //                                                              Failed  Gone
-//   An incoming connection whose HELLO names this peer is adopted in Closed,
-//   RetryWait and AwaitPeer, and in Connecting/HelloWait when the peer's name
-//   is the smaller one (core::keep_outgoing); otherwise it is refused.
+//   An incoming connection whose HELLO is authentic (known name, right
+//   MAC, new sequence) is adopted (REPLY sent) into ConfirmWait from Closed,
+//   RetryWait and AwaitPeer, and from Connecting/HelloWait when the peer's
+//   name is the smaller one (core::keep_outgoing); from Connected only when
+//   the HELLO says reconnect and the established connection carried nothing;
+//   otherwise it is refused with no reply. ConfirmWait ──CONFIRM──▶ Connected;
+//   frames wait until then (a replayed HELLO never gets our data), and a
+//   pending connection that closes first returns the endpoint to Closed.
 //   AwaitPeer: our attempt was refused, maybe in favour of the peer's own
 //   (on its way), maybe because the peer does not know us yet; if no
 //   connection comes within one back-off step we try again.
@@ -37,6 +42,7 @@ enum class EpState : std::uint8_t {
     Closed,
     Connecting,
     HelloWait,
+    ConfirmWait,
     AwaitPeer,
     RetryWait,
     Connected,
@@ -74,10 +80,18 @@ class EndpointFsm {
     Action on_send(Micros now) noexcept;
     // Our outgoing TCP connect completed: send our HELLO, wait for the reply.
     void on_tcp_connected(Micros now) noexcept;
-    // The peer's HELLO arrived on our outgoing connection.
-    void on_outgoing_hello() noexcept;
-    // The peer's HELLO arrived on a connection it opened to us.
-    Incoming on_incoming_hello() noexcept;
+    // The peer's authentic REPLY arrived on our outgoing connection (our
+    // CONFIRM goes out, then frames).
+    void on_outgoing_reply() noexcept;
+    // An authentic HELLO arrived on a connection the peer opened to us.
+    // `replace_idle`: the HELLO says reconnect and the established
+    // connection (if any) carried nothing either way.
+    Incoming on_incoming_hello(bool replace_idle = false) noexcept;
+    // The peer's CONFIRM arrived on the adopted connection.
+    void on_confirmed() noexcept;
+    // The adopted connection closed before its CONFIRM: nothing was
+    // carried; the endpoint connects again when needed.
+    void on_unconfirmed() noexcept;
     // Our outgoing connection failed or closed before the peer's HELLO.
     Action on_outgoing_lost(Micros now) noexcept;
     // The established connection broke (graceful: the peer said BYE first).

@@ -13,6 +13,10 @@ std::string_view to_string(StreamDecoder::Phase p) noexcept {
     switch (p) {
         case StreamDecoder::Phase::Hello:
             return "hello";
+        case StreamDecoder::Phase::Reply:
+            return "reply";
+        case StreamDecoder::Phase::Confirm:
+            return "confirm";
         case StreamDecoder::Phase::Header:
             return "header";
         case StreamDecoder::Phase::Payload:
@@ -29,10 +33,104 @@ std::string_view to_string(StreamDecoder::Phase p) noexcept {
     return "unknown";
 }
 
-StreamDecoder::StreamDecoder(std::uint32_t max_frame, bool expect_hello)
-    : max_frame_(max_frame),
-      phase_(expect_hello ? Phase::Hello : Phase::Header),
-      need_(expect_hello ? kHelloSize : kFrameHeaderSize) {}
+namespace {
+
+StreamDecoder::Phase first_phase(StreamDecoder::Role role) noexcept {
+    switch (role) {
+        case StreamDecoder::Role::Acceptor:
+            return StreamDecoder::Phase::Hello;
+        case StreamDecoder::Role::Initiator:
+            return StreamDecoder::Phase::Reply;
+        case StreamDecoder::Role::None:
+            return StreamDecoder::Phase::Header;
+    }
+    return StreamDecoder::Phase::Header;
+}
+
+std::size_t first_need(StreamDecoder::Role role) noexcept {
+    switch (role) {
+        case StreamDecoder::Role::Acceptor:
+            return kHelloSize;
+        case StreamDecoder::Role::Initiator:
+            return kReplySize;
+        case StreamDecoder::Role::None:
+            return kFrameHeaderSize;
+    }
+    return kFrameHeaderSize;
+}
+
+HsType type_of(StreamDecoder::Phase p) noexcept {
+    return p == StreamDecoder::Phase::Hello   ? HsType::Hello
+           : p == StreamDecoder::Phase::Reply ? HsType::Reply
+                                              : HsType::Confirm;
+}
+
+}  // namespace
+
+StreamDecoder::StreamDecoder(std::uint32_t max_frame, Role role)
+    : max_frame_(max_frame), phase_(first_phase(role)), need_(first_need(role)) {}
+
+// Handshake messages are small and fixed: assembled in hs_, the preamble
+// checked as soon as it is in (a stranger's bytes are refused after 8).
+Result<void> StreamDecoder::feed_handshake(std::span<std::uint8_t>& bytes, StreamSink& sink) {
+    const std::size_t target = filled_ < kPreambleSize ? kPreambleSize : need_;
+    const std::size_t take = std::min(bytes.size(), target - filled_);
+    std::memcpy(hs_ + filled_, bytes.data(), take);
+    filled_ += take;
+    bytes = bytes.subspan(take);
+    if (filled_ < target)
+        return {};
+    if (target == kPreambleSize) {
+        if (auto ok = check_preamble(std::span(hs_, kPreambleSize), type_of(phase_)); !ok)
+            return failed(ok.error());
+        if (filled_ < need_)
+            return {};
+    }
+    filled_ = 0;
+    return complete_handshake(sink);
+}
+
+Result<void> StreamDecoder::complete_handshake(StreamSink& sink) {
+    const std::span<const std::uint8_t> msg(hs_, need_);
+    switch (phase_) {
+        case Phase::Hello: {
+            auto h = decode_hello(msg);
+            if (!h)
+                return failed(h.error());
+            if (!sink.on_hello(*h))
+                return failed(Error(ErrorCode::UnknownPeer, "HELLO refused"));
+            phase_ = Phase::Confirm;
+            need_ = kConfirmSize;
+            return {};
+        }
+        case Phase::Reply: {
+            auto r = decode_reply(msg);
+            if (!r)
+                return failed(r.error());
+            if (!sink.on_reply(*r))
+                return failed(Error(ErrorCode::UnknownPeer, "REPLY refused"));
+            break;
+        }
+        case Phase::Confirm: {
+            auto c = decode_confirm(msg);
+            if (!c)
+                return failed(c.error());
+            if (!sink.on_confirm(*c))
+                return failed(Error(ErrorCode::UnknownPeer, "CONFIRM refused"));
+            break;
+        }
+        case Phase::Header:
+        case Phase::Payload:
+        case Phase::PutHeader:
+        case Phase::PutPayload:
+        case Phase::Bye:
+        case Phase::Failed:
+            return fail(ErrorCode::InvalidState, "not in a handshake");
+    }
+    phase_ = Phase::Header;
+    need_ = kFrameHeaderSize;
+    return {};
+}
 
 Result<void> StreamDecoder::failed(Error e) {
     phase_ = Phase::Failed;
@@ -55,16 +153,6 @@ void StreamDecoder::reserve_held() {
 // A whole message of the current phase: act on it and move to the next.
 Result<void> StreamDecoder::complete(std::span<std::uint8_t> message, StreamSink& sink) {
     switch (phase_) {
-        case Phase::Hello: {
-            auto h = decode_hello(message);
-            if (!h)
-                return failed(h.error());
-            if (!sink.on_hello(*h))
-                return failed(Error(ErrorCode::UnknownPeer, "HELLO from a process not expected"));
-            phase_ = Phase::Header;
-            need_ = kFrameHeaderSize;
-            return {};
-        }
         case Phase::Header: {
             auto h = decode_frame_header(message, max_frame_);
             if (!h)
@@ -108,6 +196,9 @@ Result<void> StreamDecoder::complete(std::span<std::uint8_t> message, StreamSink
             need_ = put_len_;
             return {};
         }
+        case Phase::Hello:  // through feed_handshake, never here
+        case Phase::Reply:
+        case Phase::Confirm:
         case Phase::PutPayload:  // bytes go to put_dest_, never through here
         case Phase::Bye:
         case Phase::Failed:
@@ -146,6 +237,11 @@ Result<void> StreamDecoder::feed(std::span<std::uint8_t> bytes, StreamSink& sink
             if (filled_ == need_)
                 if (auto ok = put_done(sink); !ok)
                     return ok;
+            continue;
+        }
+        if (in_handshake()) {
+            if (auto ok = feed_handshake(bytes, sink); !ok)
+                return ok;
             continue;
         }
         if (filled_ == 0 && bytes.size() >= need_) {

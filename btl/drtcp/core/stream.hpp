@@ -1,15 +1,20 @@
 // btl drtcp: reassembly of the byte stream of one connection (sans I/O).
 // The socket adapter reads whatever the kernel has, in any piece sizes, and
-// feeds it here; the decoder hands out the peer's HELLO once and then one
-// frame at a time. Partial reads are the normal case, not an error.
+// feeds it here; the decoder hands out the handshake messages (an acceptor
+// gets HELLO then CONFIRM, an initiator REPLY) and then one frame at a
+// time. Partial reads are the normal case, not an error. Nothing but the
+// handshake message the phase expects is accepted before the sink has
+// accepted the last of them: a handshake message's 8-byte preamble is
+// checked as soon as it is in, so garbage or a wrong length is refused
+// without waiting for more bytes.
 //
 // Memory is bounded: at most max_frame bytes are held (and only when a frame
 // arrives split across reads, sized to the largest such frame; a frame
 // wholly inside one read is handed out in place). For a large payload split across reads the
 // adapter may read straight into the held buffer (direct_target/commit_direct), so such a payload
 // is copied once, by the kernel. A length above max_frame, a bad sync byte or a HELLO the sink
-// refuses fails the stream for good: a byte stream cannot be resynchronised, so the adapter closes
-// the connection.
+// (or REPLY or CONFIRM) the sink refuses fails the stream for good: a byte stream cannot be
+// resynchronised, so the adapter closes the connection.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,8 +30,12 @@ namespace btl::drtcp::core {
 class StreamSink {
   public:
     virtual ~StreamSink() = default;
-    // The peer introduced itself; false refuses it (the stream fails).
-    virtual bool on_hello(const Hello& hello) = 0;
+    // Handshake messages (see wire.hpp); false refuses the peer (the
+    // stream fails). An acceptor's stream expects HELLO then CONFIRM, an
+    // initiator's REPLY.
+    virtual bool on_hello(const Hello& /*hello*/) { return false; }
+    virtual bool on_reply(const Reply& /*reply*/) { return false; }
+    virtual bool on_confirm(const Confirm& /*confirm*/) { return false; }
     // One frame; `payload` is valid only during the call.
     virtual void on_frame(std::uint8_t tag, std::span<std::uint8_t> payload) = 0;
     // The peer closes on purpose; nothing may follow.
@@ -44,10 +53,22 @@ class StreamSink {
 
 class StreamDecoder {
   public:
-    enum class Phase : std::uint8_t { Hello, Header, Payload, PutHeader, PutPayload, Bye, Failed };
+    enum class Phase : std::uint8_t {
+        Hello,
+        Reply,
+        Confirm,
+        Header,
+        Payload,
+        PutHeader,
+        PutPayload,
+        Bye,
+        Failed
+    };
+    // Which end of the connection reads: the acceptor's stream starts with
+    // HELLO and CONFIRM, the initiator's with REPLY; None: frames at once.
+    enum class Role : std::uint8_t { Acceptor, Initiator, None };
 
-    // expect_hello: the stream starts with the peer's HELLO.
-    explicit StreamDecoder(std::uint32_t max_frame, bool expect_hello = true);
+    explicit StreamDecoder(std::uint32_t max_frame, Role role = Role::Acceptor);
 
     // Consumes all of `bytes`, calling the sink for every complete message.
     // After an error the decoder is Failed and consumes nothing more.
@@ -68,6 +89,11 @@ class StreamDecoder {
 
   private:
     Result<void> complete(std::span<std::uint8_t> message, StreamSink& sink);
+    [[nodiscard]] bool in_handshake() const noexcept {
+        return phase_ == Phase::Hello || phase_ == Phase::Reply || phase_ == Phase::Confirm;
+    }
+    Result<void> feed_handshake(std::span<std::uint8_t>& bytes, StreamSink& sink);
+    Result<void> complete_handshake(StreamSink& sink);
     Result<void> complete_held(StreamSink& sink);
     Result<void> put_done(StreamSink& sink);
     Result<void> failed(plugin::common::Error e);
@@ -83,6 +109,7 @@ class StreamDecoder {
     std::uint32_t put_len_ = 0;         // of the PUT whose header is expected
     std::span<std::uint8_t> put_dest_;  // PutPayload: where the bytes go
     std::uint64_t frames_ = 0;
+    std::uint8_t hs_[kMaxHandshakeSize] = {};  // the handshake message being assembled
 };
 
 std::string_view to_string(StreamDecoder::Phase p) noexcept;

@@ -1,6 +1,7 @@
 #include "wire.hpp"
 
-#include "crc32c.hpp"
+#include <algorithm>
+
 #include "wire_io.hpp"
 
 namespace btl::drtcp::core {
@@ -10,20 +11,152 @@ using plugin::common::ByteWriter;
 using plugin::common::ErrorCode;
 using plugin::common::fail;
 
+std::size_t handshake_size(HsType type) noexcept {
+    switch (type) {
+        case HsType::Hello:
+            return kHelloSize;
+        case HsType::Reply:
+            return kReplySize;
+        case HsType::Confirm:
+            return kConfirmSize;
+    }
+    return 0;
+}
+
+std::uint64_t hello_sequence(const auth::Nonce& nonce) noexcept {
+    ByteReader r(nonce);
+    return r.u64();
+}
+
+auth::Nonce make_hello_nonce(std::uint64_t seq, std::span<const std::uint8_t, 8> random) noexcept {
+    auth::Nonce n{};
+    ByteWriter w(n);
+    w.u64(seq);
+    w.bytes(random);
+    return n;
+}
+
+namespace {
+
+void put_preamble(ByteWriter& w, HsType type) noexcept {
+    w.u32(kMagic);
+    w.u8(kVersion);
+    w.u8(static_cast<std::uint8_t>(type));
+    w.u16(static_cast<std::uint16_t>(handshake_size(type)));
+}
+
+template <typename T>
+void read_array(ByteReader& r, T& out) noexcept {
+    const auto raw = r.bytes(out.size());
+    if (raw.size() == out.size())
+        std::copy(raw.begin(), raw.end(), out.begin());
+}
+
+}  // namespace
+
 Result<std::size_t> encode(const Hello& h, std::span<std::uint8_t> out) noexcept {
     if (out.size() < kHelloSize)
         return fail(ErrorCode::NoSpace, "buffer shorter than a HELLO");
     ByteWriter w(out.first(kHelloSize));
-    w.u32(kMagic);
-    w.u8(kVersion);
-    w.u8(0);
+    put_preamble(w, HsType::Hello);
     w.u16(h.link);
+    w.u8(h.flags);
+    w.u8(0);
     w.u32(h.from.jobid);
     w.u32(h.from.vpid);
-    w.u64(h.nonce);
-    w.u32(0);
-    w.u32(plugin::common::crc32c(out.data(), kHelloSize - 4));
+    w.u32(h.to.jobid);
+    w.u32(h.to.vpid);
+    w.bytes(h.nonce);
+    w.bytes(h.mac);
     return w.finish();
+}
+
+Result<std::size_t> encode(const Reply& h, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kReplySize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than a REPLY");
+    ByteWriter w(out.first(kReplySize));
+    put_preamble(w, HsType::Reply);
+    w.u32(h.from.jobid);
+    w.u32(h.from.vpid);
+    w.bytes(h.nonce);
+    w.bytes(h.mac);
+    return w.finish();
+}
+
+Result<std::size_t> encode(const Confirm& h, std::span<std::uint8_t> out) noexcept {
+    if (out.size() < kConfirmSize)
+        return fail(ErrorCode::NoSpace, "buffer shorter than a CONFIRM");
+    ByteWriter w(out.first(kConfirmSize));
+    put_preamble(w, HsType::Confirm);
+    w.bytes(h.mac);
+    return w.finish();
+}
+
+Result<void> check_preamble(std::span<const std::uint8_t> bytes, HsType expected) noexcept {
+    if (bytes.size() < kPreambleSize)
+        return fail(ErrorCode::Truncated, "shorter than a handshake preamble");
+    ByteReader r(bytes.first(kPreambleSize));
+    if (r.u32() != kMagic)
+        return fail(ErrorCode::BadType, "not a drtcp handshake (magic)");
+    if (r.u8() != kVersion)
+        return fail(ErrorCode::BadVersion, "unsupported drtcp version");
+    if (r.u8() != static_cast<std::uint8_t>(expected))
+        return fail(ErrorCode::BadType, "not the handshake message expected here");
+    if (r.u16() != handshake_size(expected))
+        return fail(ErrorCode::BadLength, "handshake message of the wrong length");
+    return {};
+}
+
+Result<Hello> decode_hello(std::span<const std::uint8_t> bytes) noexcept {
+    if (auto ok = check_preamble(bytes, HsType::Hello); !ok)
+        return fail(ok.error());
+    if (bytes.size() < kHelloSize)
+        return fail(ErrorCode::Truncated, "shorter than a HELLO");
+    ByteReader r(bytes.first(kHelloSize).subspan(kPreambleSize));
+    Hello h;
+    h.link = r.u16();
+    h.flags = r.u8();
+    r.expect_zero(1);
+    h.from.jobid = r.u32();
+    h.from.vpid = r.u32();
+    h.to.jobid = r.u32();
+    h.to.vpid = r.u32();
+    read_array(r, h.nonce);
+    read_array(r, h.mac);
+    if (!r.ok())
+        return fail(r.error());
+    if ((h.flags & ~kHelloReconnect) != 0)
+        return fail(ErrorCode::BadField, "unknown HELLO flags");
+    return h;
+}
+
+Result<Reply> decode_reply(std::span<const std::uint8_t> bytes) noexcept {
+    if (auto ok = check_preamble(bytes, HsType::Reply); !ok)
+        return fail(ok.error());
+    if (bytes.size() < kReplySize)
+        return fail(ErrorCode::Truncated, "shorter than a REPLY");
+    ByteReader r(bytes.first(kReplySize).subspan(kPreambleSize));
+    Reply h;
+    h.from.jobid = r.u32();
+    h.from.vpid = r.u32();
+    read_array(r, h.nonce);
+    read_array(r, h.mac);
+    if (!r.ok())
+        return fail(r.error());
+    return h;
+}
+
+Result<Confirm> decode_confirm(std::span<const std::uint8_t> bytes) noexcept {
+    if (auto ok = check_preamble(bytes, HsType::Confirm); !ok)
+        return fail(ok.error());
+    if (bytes.size() < kConfirmSize)
+        return fail(ErrorCode::Truncated, "shorter than a CONFIRM");
+    ByteReader r(bytes.first(kConfirmSize).subspan(kPreambleSize));
+    Confirm h;
+    read_array(r, h.mac);
+    if (!r.ok())
+        return fail(r.error());
+    return h;
 }
 
 Result<std::size_t> encode(const FrameHeader& h, std::span<std::uint8_t> out) noexcept {
@@ -53,32 +186,6 @@ Result<PutHeader> decode_put_header(std::span<const std::uint8_t> bytes) noexcep
     PutHeader h;
     h.key = r.u64();
     h.addr = r.u64();
-    if (!r.ok())
-        return fail(r.error());
-    return h;
-}
-
-Result<Hello> decode_hello(std::span<const std::uint8_t> bytes) noexcept {
-    if (bytes.size() < kHelloSize)
-        return fail(ErrorCode::Truncated, "shorter than a HELLO");
-    bytes = bytes.first(kHelloSize);
-    ByteReader r(bytes);
-    if (r.u32() != kMagic)
-        return fail(ErrorCode::BadType, "not a drtcp HELLO (magic)");
-    // The CRC first: no other field is believed before it matches.
-    ByteReader tail(bytes.subspan(kHelloSize - 4));
-    if (tail.u32() != plugin::common::crc32c(bytes.data(), kHelloSize - 4))
-        return fail(ErrorCode::BadChecksum, "HELLO checksum mismatch");
-    const std::uint8_t version = r.u8();
-    r.expect_zero(1);
-    Hello h;
-    h.link = r.u16();
-    h.from.jobid = r.u32();
-    h.from.vpid = r.u32();
-    h.nonce = r.u64();
-    r.expect_zero(4);
-    if (version != kVersion)
-        return fail(ErrorCode::BadVersion, "unsupported drtcp version");
     if (!r.ok())
         return fail(r.error());
     return h;

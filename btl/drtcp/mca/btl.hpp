@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "config.hpp"
@@ -92,7 +93,8 @@ struct State {
     std::mutex done_lock;
     std::vector<Frag*> done;  // sends completed inline, called back from progress
     int finalized = 0;
-    bool put = false;  // the modules offer put (published in the modex)
+    bool put = false;                 // the modules offer put (published in the modex)
+    plugin::common::auth::Key key{};  // this process's drtcp key (published in the modex)
 };
 
 State& state() noexcept;
@@ -103,8 +105,11 @@ int register_params(const mca_base_component_t* component) noexcept;
 // registered through Open MPI's BTL base).
 Module& template_module() noexcept;
 void fill_module_functions(mca_btl_base_module_t& m) noexcept;
-// A process connected before this one added it (lazy add_procs).
-void add_unknown_peer(core::ProcName name) noexcept;
+// A process connected before this one added it (lazy add_procs): added when
+// it is a rank of this job that drtcp reaches; otherwise why not.
+adapter::PeerVerdict add_unknown_peer(core::ProcName name) noexcept;
+// The transport's counters as one line (finalize at info level, btl_dump).
+std::string counters_line();
 
 // Transport events -> Open MPI: frames to the tag's callback, send
 // completions to descriptors, endpoint failures to the error callback.

@@ -224,8 +224,9 @@ std::vector<core::LocalIf> usable_interfaces(const core::Config& c) {
     return chosen ? *chosen : std::vector<core::LocalIf>{};
 }
 
-void publish(const std::vector<core::PublishedAddr>& addrs, bool put) {
-    std::vector<std::uint8_t> blob = core::encode_modex(addrs, put ? core::kModexPut : 0);
+void publish(const std::vector<core::PublishedAddr>& addrs, bool put,
+             const plugin::common::auth::Key& key) {
+    std::vector<std::uint8_t> blob = core::encode_modex(addrs, put ? core::kModexPut : 0, key);
     int rc = OPAL_SUCCESS;
     const auto size = static_cast<int32_t>(blob.size());
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_drtcp_component.btl_version, blob.data(), size);
@@ -248,8 +249,19 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
     const auto max_frame = static_cast<std::uint32_t>(
         std::max(tmpl.super.btl_eager_limit, tmpl.super.btl_max_send_size) + 64 * 1024);
     const opal_process_name_t me = opal_proc_local_get()->proc_name;
+    // A fresh key per process and run; it travels only through the modex.
+    auto key = plugin::common::auth::random_key();
+    if (!key) {
+        logf(s.log, LogLevel::Error, "no random key (%s); drtcp disabled",
+             key.error().message.data());
+        return nullptr;
+    }
+    s.key = *key;
+    if (!s.config.auth)
+        logf(s.log, LogLevel::Warn,
+             "btl_drtcp_auth is off: connections are not authenticated (debugging only)");
     s.transport = std::make_unique<adapter::Transport>(s.config, core::ProcName{me.jobid, me.vpid},
-                                                       max_frame, s.log);
+                                                       s.key, max_frame, s.log);
     s.transport->set_unknown_peer_hook(mca::add_unknown_peer);
     s.frags.init(tmpl.super.btl_eager_limit,
                  std::max(tmpl.super.btl_eager_limit, tmpl.super.btl_max_send_size), 64);
@@ -286,7 +298,7 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
         for (mca::Module* m : s.modules)
             m->super.btl_flags &= ~static_cast<uint32_t>(MCA_BTL_FLAGS_PUT);
     }
-    publish(s.transport->published(), s.put);
+    publish(s.transport->published(), s.put, s.key);
     auto** out = static_cast<mca_btl_base_module_t**>(
         std::malloc(s.modules.size() * sizeof(mca_btl_base_module_t*)));
     if (out == nullptr)

@@ -7,7 +7,10 @@ extern "C" {
 #include "opal/class/opal_bitmap.h"
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
+#include "orte/util/proc_info.h"
 }
+
+#include <cstdio>
 
 extern "C" mca_btl_base_component_3_0_0_t mca_btl_drtcp_component;
 
@@ -29,7 +32,8 @@ core::ProcName name_of(const opal_proc_t* p) noexcept {
 // The peer's published addresses paired with our interfaces, once per proc.
 // A peer whose put setting differs from ours is not paired at all: ob1
 // would send it PUT requests its modules cannot serve (or the reverse).
-std::vector<int> pairing_for(opal_proc_t* proc, std::vector<core::PublishedAddr>& remotes) {
+std::vector<int> pairing_for(opal_proc_t* proc, std::vector<core::PublishedAddr>& remotes,
+                             plugin::common::auth::Key& key) {
     State& s = state();
     std::uint8_t* blob = nullptr;
     std::size_t size = 0;
@@ -53,6 +57,7 @@ std::vector<int> pairing_for(opal_proc_t* proc, std::vector<core::PublishedAddr>
         return {};
     }
     remotes = std::move(decoded->addrs);
+    key = decoded->key;
     return core::pair_addresses(s.interfaces, remotes, OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags));
 }
 
@@ -66,7 +71,8 @@ int drtcp_add_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc_t** pro
         if (proc == self || peers[i] != nullptr)
             continue;
         std::vector<core::PublishedAddr> remotes;
-        const std::vector<int> pairs = pairing_for(proc, remotes);
+        plugin::common::auth::Key key{};
+        const std::vector<int> pairs = pairing_for(proc, remotes, key);
         if (pairs.empty() || pairs[static_cast<std::size_t>(m->interface)] < 0)
             continue;
         const core::PublishedAddr& addr =
@@ -86,7 +92,7 @@ int drtcp_add_procs(mca_btl_base_module_t* btl, size_t nprocs, opal_proc_t** pro
             return OPAL_ERR_OUT_OF_RESOURCE;
         ep->proc = proc;
         ep->module = m;
-        ep->ep = s.transport->add_endpoint(m->index, name_of(proc), addr, ep);
+        ep->ep = s.transport->add_endpoint(m->index, name_of(proc), addr, key, ep);
         peers[i] = ep;
         if (reachable != nullptr)
             opal_bitmap_set_bit(reachable, static_cast<int>(i));
@@ -334,8 +340,10 @@ int drtcp_finalize(mca_btl_base_module_t* btl) noexcept {
     if (++s.finalized < static_cast<int>(s.modules.size()))
         return OPAL_SUCCESS;  // the last module's finalize tears everything down
     // The PML is closed by now: what is still queued is freed, not called back.
-    if (s.transport)
+    if (s.transport) {
         s.transport->shutdown(discard_events());
+        logf(s.log, LogLevel::Info, "counters: %s", counters_line().c_str());
+    }
     complete_done(nullptr, /*call=*/false);
     s.transport.reset();
     s.frags.clear();
@@ -347,19 +355,11 @@ int drtcp_finalize(mca_btl_base_module_t* btl) noexcept {
 
 void drtcp_dump(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, int) noexcept {
     State& s = state();
-    const auto& k = s.transport->counters();
-    opal_output(0,
-                "[btl:drtcp] module %d: %s; frames sent %llu received %llu, connects %llu, "
-                "accepts %llu, refused %llu, protocol errors %llu, endpoint failures %llu",
-                as_module(btl)->index,
+    if (!s.transport)
+        return;
+    opal_output(0, "[btl:drtcp] module %d: %s; %s", as_module(btl)->index,
                 ep != nullptr ? core::to_string(adapter::Transport::state_of(ep->ep)).data() : "-",
-                static_cast<unsigned long long>(k.frames_sent),
-                static_cast<unsigned long long>(k.frames_received),
-                static_cast<unsigned long long>(k.connects),
-                static_cast<unsigned long long>(k.accepts),
-                static_cast<unsigned long long>(k.refused),
-                static_cast<unsigned long long>(k.protocol_errors),
-                static_cast<unsigned long long>(k.endpoint_failures));
+                counters_line().c_str());
 }
 
 int drtcp_ft_event(int) noexcept {
@@ -368,21 +368,58 @@ int drtcp_ft_event(int) noexcept {
 
 }  // namespace
 
-void add_unknown_peer(core::ProcName name) noexcept {
+std::string counters_line() {
+    const auto& k = state().transport->counters();
+    auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+    char head[320];
+    std::snprintf(head, sizeof head,
+                  "frames sent %llu received %llu, connects %llu, accepts %llu, handshakes %llu, "
+                  "bad replies %llu, protocol errors %llu, endpoint failures %llu, refused %llu",
+                  u(k.frames_sent), u(k.frames_received), u(k.connects), u(k.accepts),
+                  u(k.handshakes), u(k.reply_refused), u(k.protocol_errors), u(k.endpoint_failures),
+                  u(k.refused));
+    std::string line = head;
+    line += " (";
+    for (std::size_t i = 0; i < adapter::kRefusalCount; ++i) {
+        if (i != 0)
+            line += ' ';
+        line += adapter::to_string(static_cast<adapter::Refusal>(i));
+        line += '=';
+        line += std::to_string(k.refusals[i]);
+    }
+    line += ')';
+    return line;
+}
+
+adapter::PeerVerdict add_unknown_peer(core::ProcName name) noexcept {
     // Open MPI adds procs lazily (on first send): a peer may connect before
-    // this process has added it. Add it now on every module, as add_procs
-    // would; the BML finds the same endpoints when it adds the proc later.
+    // this process has added it. A rank of this job is added now on every
+    // module, as add_procs would; the BML finds the same endpoints when it
+    // adds the proc later. Nothing else is: another job's processes are
+    // known only once the PML added them (connect/accept, spawn), and a rank
+    // beyond the job's size must never reach opal_proc_for_name (which
+    // indexes the world group by it).
+    const opal_process_name_t me = opal_proc_local_get()->proc_name;
+    if (name.jobid != me.jobid)
+        return adapter::PeerVerdict::WrongJob;
+    if (name.vpid >= orte_process_info.num_procs)
+        return adapter::PeerVerdict::BeyondJob;
+    if (name.vpid == me.vpid)
+        return adapter::PeerVerdict::Unknown;  // drtcp never connects a process to itself
     opal_process_name_t pn{};
     pn.jobid = name.jobid;
     pn.vpid = name.vpid;
     opal_proc_t* proc = opal_proc_for_name != nullptr ? opal_proc_for_name(pn) : nullptr;
     if (proc == nullptr)
-        return;
+        return adapter::PeerVerdict::Unknown;
+    bool added = false;
     for (Module* m : state().modules) {
         mca_btl_base_endpoint_t* ep = nullptr;
         if (m != nullptr)
             (void)drtcp_add_procs(&m->super, 1, &proc, &ep, nullptr);
+        added = added || ep != nullptr;
     }
+    return added ? adapter::PeerVerdict::Known : adapter::PeerVerdict::Unknown;
 }
 
 void fill_module_functions(mca_btl_base_module_t& m) noexcept {

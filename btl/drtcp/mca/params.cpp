@@ -66,6 +66,13 @@ int register_params(const mca_base_component_t* component) noexcept {
                   "Milliseconds unacknowledged data (or unanswered keepalives) may wait before "
                   "the connection is declared broken (TCP_USER_TIMEOUT; 0: kernel default)",
                   ParamType::Unsigned, &r.user_timeout_ms, d.user_timeout_ms},
+        ParamSpec{"auth",
+                  "Authenticate every connection with a keyed MAC (HMAC-SHA256) over fresh "
+                  "nonces from both sides, the key derived from both processes' random keys "
+                  "published in the modex. For debugging only: turning it off (on every "
+                  "process of the job alike) lets anybody who can reach the port and name a "
+                  "rank of the job in. Identity checks stay on",
+                  ParamType::Bool, &r.auth, d.auth},
         ParamSpec{"sendq_frames",
                   "Frames queued per peer before new descriptors are refused (back-pressure)",
                   ParamType::Unsigned, &r.sendq_frames, d.sendq_frames},

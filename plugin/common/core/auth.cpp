@@ -1,5 +1,6 @@
 #include "auth.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -88,6 +89,47 @@ Mac hmac(const Key& key, std::span<const std::uint8_t> data) noexcept {
     return out;
 }
 
+namespace {
+
+EVP_MAC* hmac_algorithm() noexcept {
+    static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    return mac;
+}
+
+}  // namespace
+
+KeyedMac::KeyedMac(const Key& key) noexcept : key_(key) {
+    EVP_MAC* alg = hmac_algorithm();
+    if (alg == nullptr)
+        return;
+    EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(alg);
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+        OSSL_PARAM_construct_end(),
+    };
+    if (ctx != nullptr && EVP_MAC_init(ctx, key_.data(), key_.size(), params) == 1)
+        ctx_ = ctx;
+    else
+        EVP_MAC_CTX_free(ctx);
+}
+
+KeyedMac::~KeyedMac() {
+    EVP_MAC_CTX_free(static_cast<EVP_MAC_CTX*>(ctx_));
+}
+
+Mac KeyedMac::mac(std::span<const std::uint8_t> data) const noexcept {
+    auto* ctx = static_cast<EVP_MAC_CTX*>(ctx_);
+    Mac out{};
+    std::size_t len = 0;
+    // Re-initialising with no key keeps the key and starts a new MAC.
+    if (ctx == nullptr || EVP_MAC_init(ctx, nullptr, 0, nullptr) != 1 ||
+        EVP_MAC_update(ctx, data.data(), data.size()) != 1 ||
+        EVP_MAC_final(ctx, out.data(), &len, out.size()) != 1 || len != kMacSize)
+        return hmac(key_, data);
+    return out;
+}
+
 bool equal(const Mac& a, const Mac& b) noexcept {
     return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -109,8 +151,11 @@ Key pair_key(std::string_view label, ProcName lo, const Key& key_lo, ProcName hi
     return k;
 }
 
-Mac step_mac(const Key& key, const Binding& b, Step step, const Nonce& nonce_i,
-             const Nonce* nonce_a) noexcept {
+namespace {
+
+template <typename MacFn>
+Mac transcript_mac(const Binding& b, Step step, const Nonce& nonce_i, const Nonce* nonce_a,
+                   MacFn&& mac) noexcept {
     std::array<std::uint8_t, kTranscriptMax> buf{};
     ByteWriter w(buf);
     const auto n = std::min(b.protocol.size(), std::size_t{32});
@@ -125,7 +170,21 @@ Mac step_mac(const Key& key, const Binding& b, Step step, const Nonce& nonce_i,
     w.bytes(nonce_i);
     if (nonce_a != nullptr)
         w.bytes(*nonce_a);
-    return hmac(key, w.written());
+    return mac(w.written());
+}
+
+}  // namespace
+
+Mac step_mac(const Key& key, const Binding& b, Step step, const Nonce& nonce_i,
+             const Nonce* nonce_a) noexcept {
+    return transcript_mac(b, step, nonce_i, nonce_a,
+                          [&](std::span<const std::uint8_t> d) { return hmac(key, d); });
+}
+
+Mac step_mac(const KeyedMac& key, const Binding& b, Step step, const Nonce& nonce_i,
+             const Nonce* nonce_a) noexcept {
+    return transcript_mac(b, step, nonce_i, nonce_a,
+                          [&](std::span<const std::uint8_t> d) { return key.mac(d); });
 }
 
 std::string_view to_string(HsState s) noexcept {
@@ -173,7 +232,10 @@ bool Handshake::move(HsState to) noexcept {
 Mac Handshake::make(Step step) const noexcept {
     if (!enabled_)
         return Mac{};
-    return step_mac(key_, binding_, step, nonce_i_, step == Step::Hello ? nullptr : &nonce_a_);
+    const Nonce* nonce_a = step == Step::Hello ? nullptr : &nonce_a_;
+    if (keyed_ != nullptr)
+        return step_mac(*keyed_, binding_, step, nonce_i_, nonce_a);
+    return step_mac(key_, binding_, step, nonce_i_, nonce_a);
 }
 
 bool Handshake::check(Step step, const Mac& got) const noexcept {
@@ -190,6 +252,17 @@ Result<Handshake::Offer> Handshake::hello(const Binding& b) noexcept {
         move(HsState::Refused);
         return fail(ErrorCode::NoResources, "the kernel's random source failed");
     }
+    move(HsState::AwaitReply);
+    return Offer{nonce_i_, make(Step::Hello)};
+}
+
+Result<Handshake::Offer> Handshake::hello(const Binding& b, const Nonce& nonce_i) noexcept {
+    if (state_ != HsState::Start) {
+        move(HsState::Refused);
+        return fail(ErrorCode::InvalidState, "handshake already started");
+    }
+    binding_ = b;
+    nonce_i_ = nonce_i;
     move(HsState::AwaitReply);
     return Offer{nonce_i_, make(Step::Hello)};
 }
