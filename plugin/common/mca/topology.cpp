@@ -5,6 +5,7 @@
 #include "mca_params.hpp"
 
 #include <array>
+#include <cstdio>
 
 extern "C" {
 #include "opal/mca/hwloc/base/base.h"
@@ -23,6 +24,28 @@ hwloc_topology_t process_topology() noexcept {
     if (opal_hwloc_topology == nullptr && opal_hwloc_base_get_topology() != OPAL_SUCCESS)
         return nullptr;
     return opal_hwloc_topology;
+}
+
+// NUMA nodes the kernel has online (0: unknown). When Open MPI has not
+// loaded its topology yet and there is only one node, no topology is needed
+// to know that no device is nearer than another: the runtime is not made to
+// discover one (tens of ms in every process) for nothing.
+int numa_nodes_online() noexcept {
+    std::FILE* f = std::fopen("/sys/devices/system/node/online", "r");
+    if (f == nullptr)
+        return 0;
+    char buf[256] = {};
+    const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
+    std::fclose(f);
+    if (!ok)
+        return 0;
+    buf[std::strcspn(buf, " \n")] = '\0';  // "0-1\n": the list parser wants no newline
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    if (nodes == nullptr)
+        return 0;
+    const int n = hwloc_bitmap_list_sscanf(nodes, buf) == 0 ? hwloc_bitmap_weight(nodes) : 0;
+    hwloc_bitmap_free(nodes);
+    return n;
 }
 
 void append_chosen(TopoParams& p, const std::string& line) {
@@ -75,6 +98,8 @@ topo::Weights apply_topo_weights(mca_btl_base_module_t& m, const TopoDevice& dev
             topo::DeviceLocality loc;
             if (dev.osdev.empty() && dev.pci_busid.empty()) {
                 loc.detail = "no network device";
+            } else if (opal_hwloc_topology == nullptr && numa_nodes_online() == 1) {
+                loc.kind = topo::Locality::SingleNuma;
             } else if (hwloc_topology_t t = process_topology(); t == nullptr) {
                 loc.detail = "no topology from Open MPI";
             } else {
