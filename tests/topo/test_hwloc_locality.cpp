@@ -88,8 +88,8 @@ TEST(HwlocLocality, NoLocalityOrNoBindingLeavesWeights) {
     }
     // Unbound (every cpu, or no binding known): no NIC is nearer.
     const Binding all("0-3");
-    for (hwloc_const_cpuset_t set : {static_cast<hwloc_const_cpuset_t>(all.set),
-                                     static_cast<hwloc_const_cpuset_t>(nullptr)}) {
+    for (hwloc_const_cpuset_t set :
+         {static_cast<hwloc_const_cpuset_t>(all.set), static_cast<hwloc_const_cpuset_t>(nullptr)}) {
         const DeviceLocality a = locate_device(t.get(), set, "eth2");
         const DeviceLocality b = locate_device(t.get(), set, "eth3");
         EXPECT_EQ(a.kind, Locality::Unbound);
@@ -121,9 +121,9 @@ TEST(HwlocLocality, NoPciInformationFallsBack) {
         EXPECT_EQ(l.kind, Locality::Unknown) << dev;
         EXPECT_EQ(topo_weights(kTcp, l, 0), kTcp);
     }
-    std::printf("no PCI: %s\n",
-                describe("eth2", locate_device(t.get(), socket0.set, "eth2"), 0, kTcp, kTcp)
-                    .c_str());
+    std::printf(
+        "no PCI: %s\n",
+        describe("eth2", locate_device(t.get(), socket0.set, "eth2"), 0, kTcp, kTcp).c_str());
 }
 
 TEST(HwlocLocality, BoundAcrossBothSocketsIsUnbound) {

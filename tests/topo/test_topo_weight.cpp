@@ -42,10 +42,10 @@ TEST(TopoWeight, FarDeviceRanksBelowNear) {
 
 TEST(TopoWeight, FasterLinksPayMoreForCrossingSockets) {
     const DeviceLocality far = at(Locality::Far, 2.0);
-    const Weights slow = topo_weights(kTcp, far, 1000);     // 1 Gb/s: a quarter of the cost
-    const Weights mid = topo_weights(kTcp, far, 5000);      // half
-    const Weights fast = topo_weights(kTcp, far, 100000);   // all of it
-    const Weights unknown = topo_weights(kTcp, far, 0);     // all of it
+    const Weights slow = topo_weights(kTcp, far, 1000);    // 1 Gb/s: a quarter of the cost
+    const Weights mid = topo_weights(kTcp, far, 5000);     // half
+    const Weights fast = topo_weights(kTcp, far, 100000);  // all of it
+    const Weights unknown = topo_weights(kTcp, far, 0);    // all of it
     EXPECT_EQ(slow.bandwidth, 800u);
     EXPECT_EQ(mid.bandwidth, 666u);
     EXPECT_EQ(fast.bandwidth, 500u);

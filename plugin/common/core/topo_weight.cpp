@@ -39,7 +39,8 @@ Weights topo_weights(const Weights& base, const DeviceLocality& loc,
     if (base.latency == UINT32_MAX)
         w.latency = UINT32_MAX;
     const double bw = static_cast<double>(base.bandwidth) / (1.0 + (r - 1.0) * cost);
-    w.bandwidth = base.bandwidth == 0 ? 0 : std::max<std::uint32_t>(1, static_cast<std::uint32_t>(bw));
+    w.bandwidth =
+        base.bandwidth == 0 ? 0 : std::max<std::uint32_t>(1, static_cast<std::uint32_t>(bw));
     return w;
 }
 
@@ -49,8 +50,8 @@ std::string describe(const char* device, const DeviceLocality& loc, std::uint64_
     if (link_mbps != 0)
         std::snprintf(speed, sizeof speed, "%llu Mbps", static_cast<unsigned long long>(link_mbps));
     char buf[384];
-    std::snprintf(buf, sizeof buf, "%s: %s%s%s%s, %s: latency %u -> %u, bandwidth %u -> %u%s", device,
-                  locality_name(loc.kind), loc.detail.empty() ? "" : " (",
+    std::snprintf(buf, sizeof buf, "%s: %s%s%s%s, %s: latency %u -> %u, bandwidth %u -> %u%s",
+                  device, locality_name(loc.kind), loc.detail.empty() ? "" : " (",
                   loc.detail.c_str(), loc.detail.empty() ? "" : ")", speed, before.latency,
                   after.latency, before.bandwidth, after.bandwidth,
                   before == after ? " (unchanged)" : "");

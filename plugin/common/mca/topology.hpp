@@ -37,8 +37,8 @@ struct TopoDevice {
 // Sets m's btl_latency and btl_bandwidth from its configured values and the
 // device's locality (unchanged when off, or where the topology says
 // nothing), logs one line at Info level, and appends it to p.chosen.
-topo::Weights apply_topo_weights(mca_btl_base_module_t& m, const TopoDevice& dev,
-                                 TopoParams& p, LogSink& log) noexcept;
+topo::Weights apply_topo_weights(mca_btl_base_module_t& m, const TopoDevice& dev, TopoParams& p,
+                                 LogSink& log) noexcept;
 
 // Forgets what init chose (component close).
 void reset_topo_chosen(TopoParams& p) noexcept;
