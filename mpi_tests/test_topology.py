@@ -6,8 +6,11 @@ what they chose: one verbose line per module ("numa weights: <device>:
 <locality>, <speed>: latency A -> B, bandwidth C -> D") and the read-only
 btl_<name>_numa_weights_chosen variable. This machine has one NUMA node, so
 the weights must come out exactly as configured; btl_<name>_numa_weights=0
-turns the whole thing off. (Near/far weights are unit-tested on hwloc XML
-topologies: tests/topo.)
+turns the whole thing off. Near/far weights are unit-tested on hwloc XML
+topologies (tests/topo); here a far NIC is staged by handing Open MPI such a
+topology (hwloc_base_topo_file: tests/topo/far_eth0.xml puts this machine's
+eth0 on the other socket's bus), and dr's scheduler is seen to give it the
+smaller share of long messages.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 LO = {"btl_drtcp_if_include": "127.0.0.1/8"}
+FAR_ETH0_XML = Path(__file__).resolve().parent.parent / "tests" / "topo" / "far_eth0.xml"
 
 LINE = re.compile(r"\[btl:(drtcp|drucx)\] numa weights: (\S+): (.*?): latency (\d+)(?: -> (\d+))?, "
                   r"bandwidth (\d+)(?: -> (\d+))?( \(unchanged\))?$", re.M)
@@ -32,7 +36,7 @@ def single_numa() -> bool:
 
 
 def chosen(result, component: str) -> list[tuple[str, str, int, int, int, int]]:
-    """(device, locality, latency before, after, bandwidth before, after) per module."""
+    """(device, "locality, speed", latency before, after, bandwidth before, after) per module."""
     result.check()
     out = []
     for m in LINE.finditer(result.stdout + result.stderr):
@@ -143,3 +147,45 @@ def test_ompi_info_lists_the_parameters(mpi, components, btl):
     # Informational: not the user's to set; filled in at MPI_Init.
     assert f"btl_{btl}_numa_weights_chosen:status:read-only" in out, out
     assert re.search(rf"btl_{btl}_numa_weights_chosen:level:9", out), out
+
+
+def path_bytes(result) -> list[int]:
+    """bytes= of every [pml:dr] per-path stats line (rank 0 -> 1 and 1 -> 0)."""
+    return [int(b) for b in re.findall(r"\[pml:dr\] path .* over drtcp: sent=\d+ bytes=(\d+)",
+                                       result.stdout + result.stderr)]
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("weights", [1, 0])
+def test_far_nic_gets_the_smaller_share(mpi, weights):
+    """Open MPI's topology from an XML file where eth0 is a NIC on the other
+    socket: with two drtcp modules (lo: no PCI locality, eth0: far) the far
+    one's weights drop (latency 100 -> 210, bandwidth 1000 -> 476) and dr
+    splits 4 MiB messages about 2:1 towards lo; with numa_weights=0 evenly."""
+    if not Path("/sys/class/net/eth0").exists():
+        pytest.skip("no eth0 on this machine")
+    result = mpi.run("rail_transfer", np=2, args=[20, 4 << 20], mpirun_args=["--bind-to", "core"],
+                     mca={"pml": "dr", "btl": "self,drtcp", "btl_drtcp_if_include": "eth0,lo",
+                          "btl_drtcp_verbose": 20, "btl_drtcp_numa_weights": weights,
+                          "pml_dr_stats": 1, "hwloc_base_topo_file": str(FAR_ETH0_XML)})
+    assert "RAIL_TRANSFER OK" in result.stdout, result
+    lines = chosen(result, "drtcp")
+    eth0 = [line for line in lines if line[0] == "eth0"]
+    lo = [line for line in lines if line[0] == "lo"]
+    assert len(eth0) == 2 and len(lo) == 2, lines
+    if weights:
+        assert all(where.startswith("far (NUMA 1, process on NUMA 0, distance 21/10)") and
+                   (lat0, lat1, bw0, bw1) == (100, 210, 1000, 476)
+                   for _, where, lat0, lat1, bw0, bw1 in eth0), eth0
+        assert all(where.startswith("no PCI locality") and (lat0, bw0) == (lat1, bw1)
+                   for _, where, lat0, lat1, bw0, bw1 in lo), lo
+    else:
+        assert all(where == "numa_weights off" for _, where, *_ in lines), lines
+    sent = path_bytes(result)
+    assert len(sent) == 4, result
+    # Per rank: its two paths' bytes (lines of one rank are printed together).
+    ratios = [max(a, b) / max(1, min(a, b)) for a, b in (sent[0:2], sent[2:4])]
+    if weights:
+        assert all(r > 1.8 for r in ratios), (ratios, sent)  # 1000:476 plus first frames on lo
+    else:
+        assert all(r < 1.2 for r in ratios), (ratios, sent)

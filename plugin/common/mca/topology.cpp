@@ -27,7 +27,8 @@ hwloc_topology_t process_topology() noexcept {
 }
 
 // NUMA nodes the kernel has online (0: unknown). When Open MPI has not
-// loaded its topology yet and there is only one node, no topology is needed
+// loaded its topology yet, is not told to take one from a file
+// (hwloc_base_topo_file) and there is only one node, no topology is needed
 // to know that no device is nearer than another: the runtime is not made to
 // discover one (tens of ms in every process) for nothing.
 int numa_nodes_online() noexcept {
@@ -98,7 +99,8 @@ topo::Weights apply_topo_weights(mca_btl_base_module_t& m, const TopoDevice& dev
             topo::DeviceLocality loc;
             if (dev.osdev.empty() && dev.pci_busid.empty()) {
                 loc.detail = "no network device";
-            } else if (opal_hwloc_topology == nullptr && numa_nodes_online() == 1) {
+            } else if (opal_hwloc_topology == nullptr && opal_hwloc_base_topo_file == nullptr &&
+                       numa_nodes_online() == 1) {
                 loc.kind = topo::Locality::SingleNuma;
             } else if (hwloc_topology_t t = process_topology(); t == nullptr) {
                 loc.detail = "no topology from Open MPI";
