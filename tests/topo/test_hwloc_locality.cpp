@@ -1,6 +1,7 @@
 // Device locality on hand-written hwloc XML topologies (this directory):
 // two_socket_two_nics.xml (NICs on each socket, SLIT 10/21), one_socket.xml,
-// two_socket_no_pci.xml (no I/O objects).
+// two_socket_no_pci.xml (no I/O objects), two_socket_memory_node.xml (a
+// memory-only node, no distance matrix).
 #include "hwloc_locality.hpp"
 
 #include <gtest/gtest.h>
@@ -131,6 +132,21 @@ TEST(HwlocLocality, BoundAcrossBothSocketsIsUnbound) {
     // A cpu on each socket: every NUMA node is the process's, none is nearer.
     const Binding both("1-2");
     EXPECT_EQ(locate_device(t.get(), both.set, "eth2").kind, Locality::Unbound);
+}
+
+TEST(HwlocLocality, MemoryOnlyNodeAndNoDistanceMatrix) {
+    const Topo t("two_socket_memory_node.xml");
+    // Every cpu: unbound, although the memory-only node is not among its nodes.
+    const Binding all("0-3");
+    EXPECT_EQ(locate_device(t.get(), all.set, "eth2").kind, Locality::Unbound);
+    // Bound to socket 0: eth3 is far at the default ratio.
+    const Binding socket0("0-1");
+    const DeviceLocality eth3 = locate_device(t.get(), socket0.set, "eth3");
+    EXPECT_EQ(eth3.kind, Locality::Far);
+    EXPECT_DOUBLE_EQ(eth3.distance_ratio, kDefaultRemoteRatio);
+    EXPECT_EQ(eth3.detail, "NUMA 1, process on NUMA 0, distance ratio 2.00 (no distance matrix)");
+    EXPECT_EQ(locate_device(t.get(), socket0.set, "eth2").kind, Locality::Near);
+    EXPECT_EQ(topo_weights(kTcp, eth3, 0), (Weights{200, 500}));
 }
 
 TEST(HwlocLocality, NoTopology) {

@@ -33,11 +33,12 @@ Weights topo_weights(const Weights& base, const DeviceLocality& loc,
             : std::clamp(static_cast<double>(link_mbps) / static_cast<double>(kFullCrossCostMbps),
                          kMinCrossCost, 1.0);
     Weights w;
-    const double lat = std::ceil(static_cast<double>(base.latency) * r);
-    w.latency = static_cast<std::uint32_t>(
-        std::clamp(lat, static_cast<double>(base.latency) + 1.0, 4294967295.0));
-    if (base.latency == UINT32_MAX)
-        w.latency = UINT32_MAX;
+    // At least one more than the base (a far device never ties a near one),
+    // at most UINT32_MAX (no wrap).
+    constexpr double kMaxLatency = 4294967295.0;
+    const double lat = std::max(std::ceil(static_cast<double>(base.latency) * r),
+                                static_cast<double>(base.latency) + 1.0);
+    w.latency = static_cast<std::uint32_t>(std::min(lat, kMaxLatency));
     const double bw = static_cast<double>(base.bandwidth) / (1.0 + (r - 1.0) * cost);
     w.bandwidth =
         base.bandwidth == 0 ? 0 : std::max<std::uint32_t>(1, static_cast<std::uint32_t>(bw));

@@ -82,10 +82,6 @@ int register_topo_params(const mca_base_component_2_1_0_t* component, TopoParams
     return failed;
 }
 
-void reset_topo_chosen(TopoParams& p) noexcept {
-    (void)p;  // the variable system frees the string at deregistration
-}
-
 topo::Weights apply_topo_weights(mca_btl_base_module_t& m, const TopoDevice& dev, TopoParams& p,
                                  LogSink& log) noexcept {
     const topo::Weights before{m.btl_latency, m.btl_bandwidth};

@@ -40,7 +40,4 @@ struct TopoDevice {
 topo::Weights apply_topo_weights(mca_btl_base_module_t& m, const TopoDevice& dev, TopoParams& p,
                                  LogSink& log) noexcept;
 
-// Forgets what init chose (component close).
-void reset_topo_chosen(TopoParams& p) noexcept;
-
 }  // namespace plugin::common

@@ -110,8 +110,19 @@ DeviceLocality locate_device(hwloc_topology_t topo, hwloc_const_cpuset_t cpuset,
         loc.detail = "no topology";
         return loc;
     }
-    const int numa = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-    if (numa <= 1) {
+    hwloc_obj_t root = hwloc_get_root_obj(topo);
+    // The NUMA nodes that tell where something is: a node local to every cpu
+    // (attached to the machine: the only one of a one-node machine, CXL or
+    // other memory-only nodes) is as near to one device as to another.
+    Bitmap placed(hwloc_bitmap_alloc());
+    if (!placed)
+        return loc;
+    for (hwloc_obj_t n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr);
+         n != nullptr; n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) {
+        if (n->cpuset != nullptr && !hwloc_bitmap_isincluded(root->cpuset, n->cpuset))
+            hwloc_bitmap_set(placed.get(), n->os_index);
+    }
+    if (hwloc_bitmap_weight(placed.get()) <= 1) {
         loc.kind = Locality::SingleNuma;
         return loc;
     }
@@ -121,26 +132,35 @@ DeviceLocality locate_device(hwloc_topology_t topo, hwloc_const_cpuset_t cpuset,
         return loc;
     }
     hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, dev);
-    hwloc_obj_t root = hwloc_get_root_obj(topo);
-    if (anc == nullptr || anc->nodeset == nullptr || hwloc_bitmap_iszero(anc->nodeset) ||
-        hwloc_bitmap_isincluded(root->nodeset, anc->nodeset)) {
+    Bitmap dev_nodes(hwloc_bitmap_alloc());
+    Bitmap cpu_nodes(hwloc_bitmap_alloc());
+    Bitmap mine(hwloc_bitmap_alloc());
+    if (!dev_nodes || !cpu_nodes || !mine)
+        return loc;
+    if (anc != nullptr && anc->nodeset != nullptr)
+        hwloc_bitmap_and(dev_nodes.get(), anc->nodeset, placed.get());
+    if (hwloc_bitmap_iszero(dev_nodes.get()) ||
+        hwloc_bitmap_isincluded(placed.get(), dev_nodes.get())) {
         loc.detail = "device attached to the whole machine";
         return loc;
     }
-    // The process's NUMA nodes: those its cpus belong to.
-    Bitmap mine(hwloc_bitmap_alloc());
-    if (!mine)
+    // The process's NUMA nodes: those its cpus belong to. Unbound: it may
+    // run on every node that has cpus.
+    if (hwloc_cpuset_to_nodeset(topo, root->cpuset, cpu_nodes.get()) != 0)
         return loc;
+    hwloc_bitmap_and(cpu_nodes.get(), cpu_nodes.get(), placed.get());
     if (cpuset == nullptr || hwloc_bitmap_iszero(cpuset) ||
-        hwloc_cpuset_to_nodeset(topo, cpuset, mine.get()) != 0 || hwloc_bitmap_iszero(mine.get()) ||
-        hwloc_bitmap_isincluded(root->nodeset, mine.get())) {
+        hwloc_cpuset_to_nodeset(topo, cpuset, mine.get()) != 0)
+        hwloc_bitmap_zero(mine.get());
+    hwloc_bitmap_and(mine.get(), mine.get(), placed.get());
+    if (hwloc_bitmap_iszero(mine.get()) || hwloc_bitmap_isincluded(cpu_nodes.get(), mine.get())) {
         loc.kind = Locality::Unbound;
-        loc.detail = "device on NUMA " + nodes_str(anc->nodeset);
+        loc.detail = "device on NUMA " + nodes_str(dev_nodes.get());
         return loc;
     }
-    if (hwloc_bitmap_isincluded(mine.get(), anc->nodeset)) {
+    if (hwloc_bitmap_isincluded(mine.get(), dev_nodes.get())) {
         loc.kind = Locality::Near;
-        loc.detail = "NUMA " + nodes_str(anc->nodeset);
+        loc.detail = "NUMA " + nodes_str(dev_nodes.get());
         return loc;
     }
     // Far, or partly: the ratio averaged over the process's nodes.
@@ -153,7 +173,7 @@ DeviceLocality locate_device(hwloc_topology_t topo, hwloc_const_cpuset_t cpuset,
     hwloc_bitmap_foreach_begin(i, mine.get()) {
         hwloc_obj_t p = hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(i));
         if (p != nullptr) {
-            sum += ratio_to(topo, dist, p, anc->nodeset, raw, local);
+            sum += ratio_to(topo, dist, p, dev_nodes.get(), raw, local);
             ++count;
         }
     }
@@ -163,10 +183,11 @@ DeviceLocality locate_device(hwloc_topology_t topo, hwloc_const_cpuset_t cpuset,
     char buf[160];
     if (count == 1 && dist.present())
         std::snprintf(buf, sizeof buf, "NUMA %s, process on NUMA %s, distance %.0f/%.0f",
-                      nodes_str(anc->nodeset).c_str(), nodes_str(mine.get()).c_str(), raw, local);
+                      nodes_str(dev_nodes.get()).c_str(), nodes_str(mine.get()).c_str(), raw,
+                      local);
     else
         std::snprintf(buf, sizeof buf, "NUMA %s, process on NUMA %s, distance ratio %.2f%s",
-                      nodes_str(anc->nodeset).c_str(), nodes_str(mine.get()).c_str(),
+                      nodes_str(dev_nodes.get()).c_str(), nodes_str(mine.get()).c_str(),
                       loc.distance_ratio, dist.present() ? "" : " (no distance matrix)");
     loc.detail = buf;
     return loc;
