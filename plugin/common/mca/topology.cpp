@@ -1,11 +1,12 @@
-#include "topology.hpp"
-
+// Glue: includes Open MPI (the prelude first, DESIGN.md section 2).
 #include "ompi_prelude.hpp"
-#include "hwloc_locality.hpp"
-#include "mca_params.hpp"
 
 #include <array>
 #include <cstdio>
+
+#include "hwloc_locality.hpp"
+#include "mca_params.hpp"
+#include "topology.hpp"
 
 extern "C" {
 #include "opal/mca/hwloc/base/base.h"
