@@ -93,3 +93,18 @@ TEST(PmlDrScheduler, DegenerateInputs) {
     const std::array<std::uint64_t, 2> b{10, 5};
     EXPECT_EQ(pick_weighted(equal, b), 1u);
 }
+
+TEST(PmlDrScheduler, EagerFramesTakeTheNearestLivePath) {
+    using R = PathRank;
+    // A far NIC (latency 210, bandwidth 476) and a near one (100, 1000): the
+    // near one, wherever it is listed.
+    EXPECT_EQ(pick_nearest(std::array{R{210, 476, true}, R{100, 1000, true}}), 1u);
+    // The near one failed: the far one.
+    EXPECT_EQ(pick_nearest(std::array{R{210, 476, true}, R{100, 1000, false}}), 0u);
+    // Equal latency: the faster; equal everything: the first.
+    EXPECT_EQ(pick_nearest(std::array{R{100, 500, true}, R{100, 1000, true}}), 1u);
+    EXPECT_EQ(pick_nearest(std::array{R{100, 1000, true}, R{100, 1000, true}}), 0u);
+    // None usable, none at all.
+    EXPECT_EQ(pick_nearest(std::array{R{1, 1, false}}), kNoPath);
+    EXPECT_EQ(pick_nearest(std::span<const R>{}), kNoPath);
+}

@@ -121,4 +121,9 @@ adapter::TransportEvents& discard_events() noexcept;
 void complete_done(const mca_btl_base_endpoint_t* only, bool call) noexcept;
 int progress() noexcept;
 
+// Topology-aware weights (topology.cpp): the numa_weights parameters, and
+// each module's latency/bandwidth set from its interface's NUMA distance.
+int register_topology_params(const mca_base_component_t* component) noexcept;
+void apply_topology_weights() noexcept;
+
 }  // namespace btl::drtcp::mca

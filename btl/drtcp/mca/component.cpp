@@ -191,7 +191,7 @@ using plugin::common::LogLevel;
 
 int drtcp_register() noexcept {
     mca_base_component_t* self = &mca_btl_drtcp_component.btl_version;
-    if (mca::register_params(self) != 0)
+    if (mca::register_params(self) != 0 || mca::register_topology_params(self) != 0)
         return OPAL_ERROR;
     // eager_limit, max_send_size, exclusivity, flags, bandwidth, latency ...
     return mca_btl_base_param_register(self, &mca::template_module().super);
@@ -298,6 +298,7 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
         for (mca::Module* m : s.modules)
             m->super.btl_flags &= ~static_cast<uint32_t>(MCA_BTL_FLAGS_PUT);
     }
+    mca::apply_topology_weights();  // btl_latency/btl_bandwidth by NUMA distance
     publish(s.transport->published(), s.put, s.key);
     auto** out = static_cast<mca_btl_base_module_t**>(
         std::malloc(s.modules.size() * sizeof(mca_btl_base_module_t*)));

@@ -179,4 +179,9 @@ void complete(Frag* f, int status) noexcept;
 // told (both from progress, as upcalls).
 void fail_endpoint(mca_btl_base_endpoint_t* ep) noexcept;
 
+// Topology-aware weights (topology.cpp): the numa_weights parameters, and
+// the module's latency/bandwidth set from its UCX device's NUMA distance.
+int register_topology_params(const mca_base_component_t* component) noexcept;
+void apply_topology_weights(Module& m, const adapter::TlResource& res) noexcept;
+
 }  // namespace btl::drucx::mca

@@ -399,7 +399,7 @@ using plugin::common::LogLevel;
 
 int drucx_register() noexcept {
     mca_base_component_t* self = &mca_btl_drucx_component.btl_version;
-    if (mca::register_params(self) != 0)
+    if (mca::register_params(self) != 0 || mca::register_topology_params(self) != 0)
         return OPAL_ERROR;
     return mca_btl_base_param_register(self, &mca::template_module().super);
 }
@@ -497,6 +497,7 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     }
     if (!s.rma)
         m->super.btl_flags &= ~(MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET);
+    mca::apply_topology_weights(*m, *res);  // btl_latency/btl_bandwidth by NUMA distance
     // Publish each transport's address: a peer pairs only on the same ones.
     std::vector<core::TlAddress> entries = {{res->tl, am_addr}};
     if (s.rma)

@@ -28,4 +28,17 @@ std::size_t pick_weighted(std::span<const double> weights,
     return best;
 }
 
+std::size_t pick_nearest(std::span<const PathRank> paths) noexcept {
+    std::size_t best = kNoPath;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        const PathRank& p = paths[i];
+        if (!p.usable)
+            continue;
+        if (best == kNoPath || p.latency < paths[best].latency ||
+            (p.latency == paths[best].latency && p.bandwidth > paths[best].bandwidth))
+            best = i;
+    }
+    return best;
+}
+
 }  // namespace pml::dr::core

@@ -2,6 +2,7 @@
 #include "reliability.hpp"
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "deadline_timer.hpp"
 #include "fault.hpp"
 #include "pml.hpp"
+#include "scheduler.hpp"
 #include "standby.hpp"
 #include "wire.hpp"
 
@@ -705,7 +707,8 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
         // be gone when that returns, so it counts as handed.
         if (handed != nullptr)
             *handed = true;
-        return submit_frame(sf, bb->btl);
+        const mca_bml_base_btl_t* nearest = nearest_usable(sf->peer);
+        return submit_frame(sf, nearest != nullptr ? nearest->btl : bb->btl);
     }
     if (!res.ok()) {
         drop_prebuilt(sf);
@@ -729,6 +732,26 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
 
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
     return chan().path_preferred(peer, path_of(btl));
+}
+
+mca_bml_base_btl_t* nearest_usable(PeerId peer) noexcept {
+    mca_bml_base_endpoint_t* ep = endpoint_of(peer);
+    if (ep == nullptr)
+        return nullptr;
+    constexpr std::size_t kMax = 2 * core::kMaxSchedPaths;
+    std::array<core::PathRank, kMax> rank{};
+    std::array<mca_bml_base_btl_t*, kMax> entry{};
+    std::size_t n = 0;
+    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
+        const std::size_t size = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < size && n < kMax; ++i, ++n) {
+            mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_index(arr, i);
+            rank[n] = {bb->btl->btl_latency, bb->btl->btl_bandwidth, path_usable(peer, bb->btl)};
+            entry[n] = bb;
+        }
+    }
+    const std::size_t best = core::pick_nearest({rank.data(), n});
+    return best == core::kNoPath ? nullptr : entry[best];
 }
 
 std::uint32_t next_seq(PeerId peer) noexcept {

@@ -85,6 +85,10 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed = nullpt
 // another path is alive).
 bool path_usable(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 bool peer_is_dead(core::PeerId peer) noexcept;
+// The usable BML path to `peer` with the lowest latency (then the highest
+// bandwidth) among its eager and send BTLs: where an eager frame goes when
+// the path it was meant for failed (nullptr: none usable).
+mca_bml_base_btl_t* nearest_usable(core::PeerId peer) noexcept;
 // The BML's entry for `btl` towards `peer`, or our own for a standby path
 // (nullptr: none).
 mca_bml_base_btl_t* find_bml(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;

@@ -27,9 +27,11 @@ namespace {
 void schedule_frags(SendRequest* r) noexcept;
 
 // The next BTL of `arr` in round-robin order whose path to `peer` the
-// channel has not declared failed; none left, the standby path the channel
-// promoted (standby.hpp), else the plain next one (the channel then picks a
-// path itself or reports the peer unreachable).
+// channel has not declared failed; none left, the nearest usable one of the
+// peer's other BML paths (lowest latency: btl_eager holds only the lowest,
+// and a far NIC's latency is raised by the topology weights), then the
+// standby path the channel promoted (standby.hpp), else the plain next one
+// (the channel then picks a path itself or reports the peer unreachable).
 mca_bml_base_btl_t* next_usable(mca_bml_base_btl_array_t* arr, core::PeerId peer) noexcept {
     const std::size_t n = mca_bml_base_btl_array_get_size(arr);
     mca_bml_base_btl_t* first = mca_bml_base_btl_array_get_next(arr);
@@ -38,6 +40,8 @@ mca_bml_base_btl_t* next_usable(mca_bml_base_btl_array_t* arr, core::PeerId peer
         bb = mca_bml_base_btl_array_get_next(arr);
     if (path_usable(peer, bb->btl))
         return bb;
+    if (mca_bml_base_btl_t* nearest = nearest_usable(peer); nearest != nullptr)
+        return nearest;
     mca_bml_base_btl_t* standby = standby_active(peer);
     return standby != nullptr ? standby : first;
 }
