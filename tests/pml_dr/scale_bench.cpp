@@ -9,6 +9,7 @@
 //   - bytes per idle peer (the peer and its path, and its rank in one
 //     communicator, reported apart);
 //   - bytes per active peer (more, once one frame went to it);
+//   - finalize's flush of ACKs with 1,000 peers active: the peers it visits;
 //   - an MPI_ANY_SOURCE receive with nothing queued: the sources the matcher
 //     visited, and the wall time of post + cancel (the only timed figure);
 //   - an incast: 1,000 senders each sending 8 messages of 2 KB to one
@@ -122,6 +123,9 @@ void memory_and_matching(std::uint32_t peers) {
     for (std::uint32_t p = 0; p < active; ++p)
         ch.submit(p, p + 1, 0);
     const double per_active = static_cast<double>(g_live - after_comm) / active;
+    // Finalize's flush: the peers it visits (those with frames unacknowledged).
+    ch.flush_acks(0);
+    const std::uint64_t flushed = ch.flush_visits();
 
     // MPI_ANY_SOURCE receive with nothing queued.
     CommMatcher& m = *engine.comm(kCid);
@@ -137,9 +141,10 @@ void memory_and_matching(std::uint32_t peers) {
                       kCalls;
     std::printf("%7u peers: idle peer %7.1f B (+%5.1f B per rank per communicator), active peer "
                 "+%8.1f B; ANY_SOURCE recv, nothing queued: %3llu sources visited, %6.1f ns "
-                "(post+cancel)\n",
+                "(post+cancel); final flush visits %llu peers\n",
                 peers, idle, comm, per_active,
-                static_cast<unsigned long long>(m.stats().any_source_visits), ns);
+                static_cast<unsigned long long>(m.stats().any_source_visits), ns,
+                static_cast<unsigned long long>(flushed));
 }
 
 void incast(std::uint32_t job_size) {

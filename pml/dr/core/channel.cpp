@@ -410,6 +410,8 @@ void ReliableChannel::remove_peer(PeerId peer) {
         timers_.erase({p->indexed, peer});
         timers_changed_ = true;
     }
+    if (p->active)
+        std::erase(active_, peer);  // a peer added again under this id starts unlisted
     peers_[peer].reset();
     flush_outputs();
 }
