@@ -97,4 +97,23 @@ TEST_F(PmlDrChannelActive, DeadPeerLeavesTheSet) {
     EXPECT_TRUE(ch.active_peers().empty());
 }
 
+// Path slots are sized to the paths a peer has, not to max_paths (issue 27,
+// item 1): a peer with one path costs one slot.
+TEST(PmlDrChannelMemory, PathSlotsFollowThePathsAPeerHas) {
+    Rec out;
+    ReliableChannel one{test_params(), out};
+    ReliableChannel three{test_params(), out};
+    one.add_peer(0);
+    three.add_peer(0);
+    ASSERT_TRUE(one.add_path(0, 1));
+    for (const PathId p : {PathId{1}, PathId{2}, PathId{3}})
+        ASSERT_TRUE(three.add_path(0, p));
+    const std::size_t slot = (three.memory_bytes() - one.memory_bytes()) / 3;  // 4 - 1 slots
+    EXPECT_GT(slot, 0u);
+    EXPECT_LT(one.memory_bytes(), 2 * slot + 1024) << "a one-path peer holds about one slot";
+    // More paths than the vector had room for keep working.
+    ASSERT_TRUE(three.add_path(0, 4));
+    ASSERT_TRUE(three.submit(0, 1, 0).ok());
+}
+
 }  // namespace
