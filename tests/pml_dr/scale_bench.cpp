@@ -89,9 +89,7 @@ struct NullOutput final : ChannelOutput {
 struct Sink : EngineSink {
     std::uint64_t matched = 0;
     std::vector<std::pair<PeerId, std::uint64_t>> credits;
-    void on_match(Handle, const MessageInfo&, std::span<const std::uint8_t>) override {
-        ++matched;
-    }
+    void on_match(Handle, const MessageInfo&, std::span<const std::uint8_t>) override { ++matched; }
     void on_cts(Handle, PeerId, const CtsHdr&) override {}
     void on_frag(Handle, PeerId, std::uint64_t, std::span<const std::uint8_t>) override {}
     void on_credit(PeerId peer, std::uint64_t total) override { credits.emplace_back(peer, total); }
@@ -135,16 +133,15 @@ void memory_and_matching(std::uint32_t peers) {
         auto u = engine.post_recv(kCid, static_cast<Handle>(i + 1), kAnySource, 5, sink);
         m.cancel(static_cast<Handle>(i + 1), kAnySource);
     }
-    const double ns = std::chrono::duration<double, std::nano>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count() /
-                      kCalls;
-    std::printf("%7u peers: idle peer %7.1f B (+%5.1f B per rank per communicator), active peer "
-                "+%8.1f B; ANY_SOURCE recv, nothing queued: %3llu sources visited, %6.1f ns "
-                "(post+cancel); final flush visits %llu peers\n",
-                peers, idle, comm, per_active,
-                static_cast<unsigned long long>(m.stats().any_source_visits), ns,
-                static_cast<unsigned long long>(flushed));
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+        kCalls;
+    std::printf(
+        "%7u peers: idle peer %7.1f B (+%5.1f B per rank per communicator), active peer "
+        "+%8.1f B; ANY_SOURCE recv, nothing queued: %3llu sources visited, %6.1f ns "
+        "(post+cancel); final flush visits %llu peers\n",
+        peers, idle, comm, per_active, static_cast<unsigned long long>(m.stats().any_source_visits),
+        ns, static_cast<unsigned long long>(flushed));
 }
 
 void incast(std::uint32_t job_size) {
@@ -214,25 +211,25 @@ void incast(std::uint32_t job_size) {
                 // Past the window: a data-less RNDV, then its CTS and a FRAG
                 // (only the RNDV is simulated; the other two are counted).
                 (fits ? eager : rndv) += 1;
-                auto f = match_frame(kJob, s, kCid, static_cast<std::int32_t>(s), 1, seq,
-                                     fits ? std::span<const std::uint8_t>(payload)
-                                          : std::span<const std::uint8_t>(),
-                                     false);
-                sim.schedule_after(kLatency, [&arrive, f = std::move(f)]() mutable {
-                    arrive(std::move(f));
-                });
+                auto f = match_frame(
+                    kJob, s, kCid, static_cast<std::int32_t>(s), 1, seq,
+                    fits ? std::span<const std::uint8_t>(payload) : std::span<const std::uint8_t>(),
+                    false);
+                sim.schedule_after(kLatency,
+                                   [&arrive, f = std::move(f)]() mutable { arrive(std::move(f)); });
             });
         }
     }
     (void)sim.run_until_idle();
     const double msgs = static_cast<double>(kSenders) * kMsgs;
     const double frames = static_cast<double>(eager + 3 * rndv + credit_frames);
-    std::printf("%7u ranks: incast of %u senders x %d x %zu B: eager window %llu B, %.0f%% "
-                "eager, %.3f credit frames/msg, %.3f frames/msg (ACKs not counted)\n",
-                job_size, kSenders, kMsgs, kBytes,
-                static_cast<unsigned long long>(senders[0].engine->eager_window()),
-                100.0 * static_cast<double>(eager) / msgs,
-                static_cast<double>(credit_frames) / msgs, frames / msgs);
+    std::printf(
+        "%7u ranks: incast of %u senders x %d x %zu B: eager window %llu B, %.0f%% "
+        "eager, %.3f credit frames/msg, %.3f frames/msg (ACKs not counted)\n",
+        job_size, kSenders, kMsgs, kBytes,
+        static_cast<unsigned long long>(senders[0].engine->eager_window()),
+        100.0 * static_cast<double>(eager) / msgs, static_cast<double>(credit_frames) / msgs,
+        frames / msgs);
 }
 
 }  // namespace

@@ -332,7 +332,7 @@ TEST_F(MatchingTest, CancelRemovesOnlyUnmatched) {
     send(0, 5);
     EXPECT_EQ(matched_handles(), (std::vector<Handle>{2}));  // not the cancelled one
     EXPECT_FALSE(m.cancel(2, kAnySource));                   // matched: too late
-    EXPECT_FALSE(m.cancel(3, 1));  // not posted to source 1
+    EXPECT_FALSE(m.cancel(3, 1));                            // not posted to source 1
     EXPECT_FALSE(m.cancel(3, kAnySource));
     EXPECT_TRUE(m.cancel(3, 0));
     EXPECT_FALSE(m.cancel(42, 0));  // never posted

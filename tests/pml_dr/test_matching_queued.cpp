@@ -177,7 +177,8 @@ TEST(PmlDrMatchingQueued, MatchesTheReferenceMatcher) {
                 const auto src = static_cast<std::int32_t>(rng.below(kSources));
                 auto& fl = in_flight[src];
                 fl.emplace_back(sent[src]++, msg_tag());
-                const std::size_t pick = fl.size() - 1 - rng.below(std::min<std::size_t>(fl.size(), 3));
+                const std::size_t pick =
+                    fl.size() - 1 - rng.below(std::min<std::size_t>(fl.size(), 3));
                 if (rng.chance(0.3))
                     continue;  // stays in flight a while
                 const auto [seq, tag] = fl[pick];
