@@ -35,10 +35,10 @@ struct Recv {
 
 using MsgKey = std::pair<int, std::uint16_t>;  // (src, msg_seq)
 
-bool want_src_ok(std::int32_t want, std::int32_t have) {
+inline bool want_src_ok(std::int32_t want, std::int32_t have) {
     return want == -1 || want == have;
 }
-bool want_tag_ok(std::int32_t want, std::int32_t have) {
+inline bool want_tag_ok(std::int32_t want, std::int32_t have) {
     return want == have || (want == -1 && have >= 0);
 }
 
@@ -72,6 +72,12 @@ class Oracle {
         if (auto m = take(src, tag))
             return m;
         posted_.push_back(Recv{h, src, tag, false});
+        return std::nullopt;
+    }
+    [[nodiscard]] std::optional<MsgKey> peek(std::int32_t src, std::int32_t tag) const {
+        for (const Unx& u : unexpected_)
+            if (want_src_ok(src, u.src) && want_tag_ok(tag, u.tag))
+                return MsgKey{u.src, u.seq};
         return std::nullopt;
     }
     std::optional<MsgKey> take(std::int32_t src, std::int32_t tag) {

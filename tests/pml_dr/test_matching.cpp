@@ -182,7 +182,7 @@ TEST_F(MatchingTest, AnyTagMatchesOnlyNonNegativeTags) {
     EXPECT_EQ(m.peek(kAnySource, kAnyTag), nullptr);
     EXPECT_EQ(m.take(kAnySource, kAnyTag), nullptr);
     EXPECT_EQ(m.post(3, 0, kAnyTag), nullptr);
-    EXPECT_EQ(m.cancel(3), true);
+    EXPECT_EQ(m.cancel(3, 0), true);
     // The exact tag does.
     ASSERT_NE(m.peek(0, -7), nullptr);
     auto u = m.post(4, kAnySource, -7);
@@ -326,14 +326,16 @@ TEST_F(MatchingTest, CancelRemovesOnlyUnmatched) {
     EXPECT_EQ(m.post(1, 0, 5), nullptr);
     EXPECT_EQ(m.post(2, kAnySource, 5), nullptr);
     EXPECT_EQ(m.post(3, 0, 5), nullptr);
-    EXPECT_TRUE(m.cancel(1));
-    EXPECT_FALSE(m.cancel(1));  // already gone
+    EXPECT_TRUE(m.cancel(1, 0));
+    EXPECT_FALSE(m.cancel(1, 0));  // already gone
     EXPECT_EQ(m.posted_count(), 2u);
     send(0, 5);
     EXPECT_EQ(matched_handles(), (std::vector<Handle>{2}));  // not the cancelled one
-    EXPECT_FALSE(m.cancel(2));                               // matched: too late
-    EXPECT_TRUE(m.cancel(3));
-    EXPECT_FALSE(m.cancel(42));  // never posted
+    EXPECT_FALSE(m.cancel(2, kAnySource));                   // matched: too late
+    EXPECT_FALSE(m.cancel(3, 1));                            // not posted to source 1
+    EXPECT_FALSE(m.cancel(3, kAnySource));
+    EXPECT_TRUE(m.cancel(3, 0));
+    EXPECT_FALSE(m.cancel(42, 0));  // never posted
     EXPECT_EQ(m.posted_count(), 0u);
     send(0, 5);
     EXPECT_EQ(sink.matches.size(), 1u);
@@ -343,7 +345,8 @@ TEST_F(MatchingTest, CancelRemovesOnlyUnmatched) {
 TEST_F(MatchingTest, CancelWildcard) {
     EXPECT_EQ(m.post(1, kAnySource, kAnyTag), nullptr);
     EXPECT_EQ(m.post(2, 1, kAnyTag), nullptr);
-    EXPECT_TRUE(m.cancel(1));
+    EXPECT_FALSE(m.cancel(1, 1));  // a wildcard is not in source 1's queue
+    EXPECT_TRUE(m.cancel(1, kAnySource));
     send(1, 0);
     EXPECT_EQ(matched_handles(), (std::vector<Handle>{2}));
 }
@@ -457,7 +460,8 @@ TEST_F(MatchingTest, BadSourceRankRejected) {
     EXPECT_EQ(m.posted_count(), 0u);
     EXPECT_EQ(m.peek(4, 1), nullptr);
     EXPECT_EQ(m.take(-3, kAnyTag), nullptr);
-    EXPECT_FALSE(m.cancel(1));
+    EXPECT_FALSE(m.cancel(1, 4));
+    EXPECT_FALSE(m.cancel(1, -2));
 }
 
 TEST(PmlDrMatching, TagAndSourceRules) {
@@ -479,7 +483,7 @@ TEST(PmlDrMatching, EmptyCommunicator) {
     EXPECT_FALSE(m.arrive(i, {}, sink, held).has_value());
     EXPECT_EQ(m.post(1, kAnySource, kAnyTag), nullptr);  // queued: nothing can ever match
     EXPECT_EQ(m.posted_count(), 1u);
-    EXPECT_TRUE(m.cancel(1));
+    EXPECT_TRUE(m.cancel(1, kAnySource));
     EXPECT_EQ(m.peek(kAnySource, kAnyTag), nullptr);
 }
 

@@ -529,7 +529,7 @@ class SimRun {
             for (const Recv& r : node.recvs) {
                 if (r.done)
                     continue;
-                EXPECT_TRUE(cm.cancel(r.handle))
+                EXPECT_TRUE(cm.cancel(r.handle, r.src))
                     << "unmatched receive " << r.handle << " not queued";
                 EXPECT_TRUE(node.oracle->cancel(r.handle));
                 ++cancelled;

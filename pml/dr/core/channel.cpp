@@ -387,7 +387,9 @@ void ReliableChannel::add_peer(PeerId peer) {
     p->next_seq = p->una = params_.first_seq;
     p->cum_acked = p->carried = p->rx_cum = static_cast<std::uint32_t>(params_.first_seq - 1u);
     p->peer_max_ack_delay = params_.ack_delay;  // until its ACK frames say otherwise
-    p->paths.reserve(params_.max_paths);
+    // No slots reserved: most peers have one path (issue 27: 8 reserved slots
+    // were 1.3 KB per process of the job). Slots are addressed by index, never
+    // held across add_path, so growing the vector moves nothing that matters.
     peers_[peer] = std::move(p);
 }
 
@@ -410,6 +412,8 @@ void ReliableChannel::remove_peer(PeerId peer) {
         timers_.erase({p->indexed, peer});
         timers_changed_ = true;
     }
+    if (p->active)
+        std::erase(active_, peer);  // a peer added again under this id starts unlisted
     peers_[peer].reset();
     flush_outputs();
 }

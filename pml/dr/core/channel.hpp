@@ -115,6 +115,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -454,7 +455,15 @@ class ReliableChannel {
     // Sends every ACK still owed now instead of at its coalescing deadline
     // (finalize: the peer may be waiting for them before it leaves), and
     // applies every carried ack_seq not applied yet.
+    // Visits only the peers in the active set (peers with sequenced traffic
+    // since they were last found quiet) and drops from it those now quiet.
     void flush_acks(Micros now);
+    // Peers that may owe or be owed ACKs (a superset right after flush_acks:
+    // exactly those with frames unacknowledged or an ACK owed). Valid until
+    // the next call into the channel.
+    [[nodiscard]] std::span<const PeerId> active_peers() const noexcept { return active_; }
+    // Peers flush_acks() looked at, ever (for tests of its cost).
+    [[nodiscard]] std::uint64_t flush_visits() const noexcept { return flush_visits_; }
 
     // --- timers as data. next_deadline() may be earlier than anything is
     // due (a deadline that moved later is re-indexed lazily); on_timer() then
@@ -523,6 +532,11 @@ class ReliableChannel {
     std::vector<std::pair<PeerId, FrameToken>> released_;
     std::vector<std::pair<Micros, PeerId>> due_;  // scratch for on_timer
     std::vector<PeerId> batch_due_;               // peers with a carried batch to settle
+    // Peers that sent or were sent a sequenced frame since flush_acks() last
+    // found them quiet (nothing of ours unacknowledged, no ACK owed): what
+    // finalize visits, instead of every peer.
+    std::vector<PeerId> active_;
+    std::uint64_t flush_visits_ = 0;
     bool draining_ = false;
     bool timers_changed_ = true;  // timers_ changed since take_timers_changed()
 };

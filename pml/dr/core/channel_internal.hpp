@@ -78,6 +78,7 @@ using channel_detail::TxFrame;
 struct ReliableChannel::Peer {
     PeerId id = 0;
     PeerState state = PeerState::Alive;
+    bool active = false;  // listed in active_ (see flush_acks); sits in padding
     std::vector<PathSlot> paths;
     std::size_t rr = 0;  // round-robin cursor over paths
     PeerCounters counters;
@@ -260,6 +261,14 @@ struct ReliableChannel::Ops {
     // Applies what carried ack_seqs acknowledged and is not applied yet, as
     // of when it arrived.
     static void settle(Ch& ch, Peer& p);
+    // The peer has a frame of ours to acknowledge or we owe it an ACK: list
+    // it in active_ (pruned by flush_acks once neither holds).
+    static void mark_active(Ch& ch, Peer& p) {
+        if (!p.active) {
+            p.active = true;
+            ch.active_.push_back(p.id);
+        }
+    }
     static void fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now, const char* reason);
     static void kill(Ch& ch, Peer& p, const char* reason);
     static void ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);

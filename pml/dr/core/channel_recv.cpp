@@ -115,14 +115,29 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
 // ---------------------------------------------------------------- public API
 
 void ReliableChannel::flush_acks(Micros now) {
-    for (auto& p : peers_) {
-        if (!p || p->state == PeerState::Dead)
-            continue;
-        Ops::settle(*this, *p);
-        if (p->ack_due != kNever)
-            Ops::flush_acks(*this, *p, now);
-        reschedule(p->id);
+    // Only peers with sequenced traffic since they were last found quiet can
+    // owe or be owed anything; the others are not visited (finalize calls
+    // this in a loop, and most peers of a large job never talked to us).
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+        const PeerId id = active_[i];
+        ++flush_visits_;
+        Peer* p = find(id);
+        if (p == nullptr || !p->active)
+            continue;  // removed (and maybe re-added: then listed again)
+        if (p->state != PeerState::Dead) {
+            Ops::settle(*this, *p);
+            if (p->ack_due != kNever)
+                Ops::flush_acks(*this, *p, now);
+            reschedule(p->id);
+            if (p->unacked != 0 || p->ack_due != kNever) {
+                active_[keep++] = id;
+                continue;
+            }
+        }
+        p->active = false;
     }
+    active_.resize(keep);
     flush_outputs();
 }
 
@@ -281,6 +296,7 @@ Verdict ReliableChannel::Ops::delivered(Ch& ch, Peer& p, Micros now, std::size_t
                                         bool ack_now) {
     ++p.counters.frames_delivered;
     p.counters.bytes_delivered += bytes;
+    mark_active(ch, p);
     p.rx_latest = now;
     if (p.ack_slot != kNoSlot) {
         PathSlot& pa = p.paths[p.ack_slot];

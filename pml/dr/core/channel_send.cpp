@@ -485,6 +485,7 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
                 .seq = seq,
                 .bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX))};
     set_state(ch, p, f, FrameState::InFlight, "submitted");
+    mark_active(ch, p);
     p.last_submit = now;
     if (p.unacked++ == 0) {
         p.last_progress = now;

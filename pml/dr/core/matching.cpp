@@ -23,20 +23,6 @@ void CommMatcher::undo_send_seq(std::int32_t dst) noexcept {
     --in_[static_cast<std::size_t>(dst)].send_seq;
 }
 
-std::size_t CommMatcher::posted_count() const noexcept {
-    std::size_t n = wild_.size();
-    for (const Source& s : in_)
-        n += s.posted.size();
-    return n;
-}
-
-std::size_t CommMatcher::unexpected_count() const noexcept {
-    std::size_t n = 0;
-    for (const Source& s : in_)
-        n += s.unexpected.size() + s.cant_match.size();
-    return n;
-}
-
 std::size_t CommMatcher::held_bytes() const noexcept {
     std::size_t n = 0;
     for (const Source& s : in_) {
@@ -46,6 +32,34 @@ std::size_t CommMatcher::held_bytes() const noexcept {
             n += u->data.size();
     }
     return n;
+}
+
+void CommMatcher::push_unexpected(std::int32_t src, UnexpectedPtr msg) {
+    const auto i = static_cast<std::uint32_t>(src);
+    Source& s = in_[i];
+    if (s.unexpected.empty()) {
+        s.busy_at = static_cast<std::uint32_t>(busy_.size());
+        busy_.push_back(i);
+    }
+    s.unexpected.push_back(std::move(msg));
+    ++held_count_;
+}
+
+UnexpectedPtr CommMatcher::erase_unexpected(Source& s,
+                                            std::list<UnexpectedPtr>::iterator it) noexcept {
+    UnexpectedPtr msg = std::move(*it);
+    s.unexpected.erase(it);
+    --held_count_;
+    if (s.unexpected.empty()) {
+        // Swap-remove: the last busy source takes this one's place.
+        const std::uint32_t at = s.busy_at;
+        const std::uint32_t last = busy_.back();
+        busy_[at] = last;
+        in_[last].busy_at = at;
+        busy_.pop_back();
+        s.busy_at = kNotBusy;
+    }
+    return msg;
 }
 
 std::list<UnexpectedPtr>::iterator CommMatcher::find_unexpected(std::int32_t src, std::int32_t tag,
@@ -66,9 +80,11 @@ std::list<UnexpectedPtr>::iterator CommMatcher::find_unexpected(std::int32_t src
             where = &s;
         return it;
     }
-    // Any source: the earliest arrival among each source's first match.
+    // Any source: the earliest arrival among each busy source's first match.
     std::list<UnexpectedPtr>::iterator best{};
-    for (Source& s : self.in_) {
+    for (const std::uint32_t i : busy_) {
+        Source& s = self.in_[i];
+        ++self.stats_.any_source_visits;
         auto it = scan(s);
         if (it == s.unexpected.end())
             continue;
@@ -91,9 +107,7 @@ UnexpectedPtr CommMatcher::take(std::int32_t src, std::int32_t tag) {
     auto it = find_unexpected(src, tag, where);
     if (where == nullptr)
         return nullptr;
-    UnexpectedPtr msg = std::move(*it);
-    where->unexpected.erase(it);
-    return msg;
+    return erase_unexpected(*where, it);
 }
 
 UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag) {
@@ -103,6 +117,7 @@ UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag)
             if (UnexpectedPtr msg = take(src, tag))
                 return msg;
         s.posted.push_back(Posted{recv, src, tag, post_order_++});
+        ++posted_specific_;
         return nullptr;
     }
     if (src != kAnySource)
@@ -113,7 +128,7 @@ UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag)
     return nullptr;
 }
 
-bool CommMatcher::cancel(Handle recv) noexcept {
+bool CommMatcher::cancel(Handle recv, std::int32_t src) noexcept {
     auto drop = [recv](plugin::common::RingQueue<Posted>& l) {
         const std::size_t i = l.find_if([recv](const Posted& p) { return p.recv == recv; });
         if (i == l.size())
@@ -121,9 +136,14 @@ bool CommMatcher::cancel(Handle recv) noexcept {
         l.erase(i);
         return true;
     };
-    if (drop(wild_))
-        return true;
-    return std::any_of(in_.begin(), in_.end(), [&](Source& s) { return drop(s.posted); });
+    if (src == kAnySource)
+        return drop(wild_);
+    if (src < 0 || static_cast<std::size_t>(src) >= in_.size())
+        return false;
+    if (!drop(in_[static_cast<std::size_t>(src)].posted))
+        return false;
+    --posted_specific_;
+    return true;
 }
 
 void CommMatcher::take_posted_from(std::int32_t src, std::vector<Handle>& out) {
@@ -132,6 +152,7 @@ void CommMatcher::take_posted_from(std::int32_t src, std::vector<Handle>& out) {
     auto& posted = in_[static_cast<std::size_t>(src)].posted;
     for (std::size_t i = 0; i < posted.size(); ++i)
         out.push_back(posted[i].recv);
+    posted_specific_ -= posted.size();
     posted.clear();
 }
 
@@ -151,6 +172,7 @@ bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
         if (match(specific.front())) {
             out = specific.front().recv;
             specific.pop_front();
+            --posted_specific_;
             return true;
         }
     }
@@ -163,6 +185,7 @@ bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
     if (have_s && (!have_w || specific[s].order < wild_[w].order)) {
         out = specific[s].recv;
         specific.erase(s);
+        --posted_specific_;
     } else {
         out = wild_[w].recv;
         wild_.erase(w);
@@ -185,13 +208,14 @@ void CommMatcher::deliver_in_order(const MessageInfo& info, std::span<const std:
     held_bytes += msg->data.size();
     ++stats_.queued_unexpected;
     Unexpected& ref = *msg;
-    in_[static_cast<std::size_t>(info.src)].unexpected.push_back(std::move(msg));
+    push_unexpected(info.src, std::move(msg));
     sink.on_unexpected(ref);
 }
 
 void CommMatcher::deliver_held(UnexpectedPtr msg, MatchSink& sink, std::size_t& held_bytes) {
     Handle recv = 0;
     if (pop_posted(msg->info.src, msg->info.tag, recv)) {
+        --held_count_;  // it left cant_match
         held_bytes -= msg->data.size();
         ++stats_.matched_posted;
         sink.on_match(recv, msg->info, msg->data);
@@ -200,7 +224,9 @@ void CommMatcher::deliver_held(UnexpectedPtr msg, MatchSink& sink, std::size_t& 
     msg->arrival = arrival_order_++;
     ++stats_.queued_unexpected;
     Unexpected& ref = *msg;
-    in_[static_cast<std::size_t>(msg->info.src)].unexpected.push_back(std::move(msg));
+    const std::int32_t src = ref.info.src;
+    --held_count_;  // it leaves cant_match; push_unexpected counts it again
+    push_unexpected(src, std::move(msg));
     sink.on_unexpected(ref);
 }
 
@@ -222,6 +248,7 @@ plugin::common::Result<void> CommMatcher::arrive(const MessageInfo& info,
         held_bytes += msg->data.size();
         ++stats_.held_out_of_order;
         s.cant_match.emplace(info.seq, std::move(msg));
+        ++held_count_;
         return {};
     }
     ++s.expected_seq;

@@ -5,6 +5,11 @@
 // arrives ahead of its turn (other BTL, retransmission) waits in cant_match
 // until the gap fills. Receives are matched in the order they were posted,
 // whether for a specific source or MPI_ANY_SOURCE.
+//
+// Costs follow what is queued, not the communicator's size: the sources that
+// hold unexpected messages are kept in a dense list (exact on every enqueue
+// and dequeue), so an MPI_ANY_SOURCE receive or probe looks only at them, and
+// a cancel looks only at the queue its receive was posted to.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -66,6 +71,9 @@ struct MatchStats {
     std::uint64_t queued_unexpected = 0;
     std::uint64_t held_out_of_order = 0;
     std::uint64_t stale_dropped = 0;  // msg_seq already delivered
+    // Sources looked at by MPI_ANY_SOURCE searches (receive, probe): the
+    // sources holding unexpected messages at the time, never the others.
+    std::uint64_t any_source_visits = 0;
 };
 
 // Tag rule: MPI_ANY_TAG matches user tags (>= 0) only; negative tags belong to
@@ -95,8 +103,10 @@ class CommMatcher {
     // Posts a receive. If an unexpected message matches, it is removed and
     // returned (the receive is not queued); otherwise the receive is queued.
     UnexpectedPtr post(Handle recv, std::int32_t src, std::int32_t tag);
-    // Removes a queued receive; false if it is not queued (already matched).
-    bool cancel(Handle recv) noexcept;
+    // Removes a queued receive posted with source `src` (a rank or
+    // kAnySource, as given to post); false if it is not queued (already
+    // matched). Only that source's queue is searched.
+    bool cancel(Handle recv, std::int32_t src) noexcept;
     // Removes every queued receive naming `src` (not wildcards) into `out`:
     // that source is gone and they can never match.
     void take_posted_from(std::int32_t src, std::vector<Handle>& out);
@@ -116,8 +126,13 @@ class CommMatcher {
                                         std::size_t& held_bytes);
 
     [[nodiscard]] const MatchStats& stats() const noexcept { return stats_; }
-    [[nodiscard]] std::size_t posted_count() const noexcept;
-    [[nodiscard]] std::size_t unexpected_count() const noexcept;
+    [[nodiscard]] std::size_t posted_count() const noexcept {
+        return wild_.size() + posted_specific_;
+    }
+    // Unexpected and out-of-order messages.
+    [[nodiscard]] std::size_t unexpected_count() const noexcept { return held_count_; }
+    // Sources with unexpected messages (what an MPI_ANY_SOURCE search visits).
+    [[nodiscard]] std::size_t busy_sources() const noexcept { return busy_.size(); }
     // Eager bytes copied into unexpected and out-of-order messages.
     [[nodiscard]] std::size_t held_bytes() const noexcept;
     // Visits every message held (unexpected and out of order).
@@ -143,9 +158,11 @@ class CommMatcher {
         std::int32_t tag;
         std::uint64_t order;  // post order, to pick between specific and wildcard lists
     };
+    static constexpr std::uint32_t kNotBusy = UINT32_MAX;
     struct Source {
         std::uint16_t send_seq = 0;                // next msg_seq to send to this rank
         std::uint16_t expected_seq = 0;            // next msg_seq to match from this rank
+        std::uint32_t busy_at = kNotBusy;          // index in busy_ while unexpected is non-empty
         plugin::common::RingQueue<Posted> posted;  // receives naming this source
         std::list<UnexpectedPtr> unexpected;
         std::map<std::uint16_t, UnexpectedPtr> cant_match;  // arrived ahead of their turn
@@ -159,9 +176,17 @@ class CommMatcher {
     bool pop_posted(std::int32_t src, std::int32_t tag, Handle& out);
     std::list<UnexpectedPtr>::iterator find_unexpected(std::int32_t src, std::int32_t tag,
                                                        Source*& where) const noexcept;
+    // Appends to s.unexpected / erases from it, keeping busy_ exact.
+    void push_unexpected(std::int32_t src, UnexpectedPtr msg);
+    UnexpectedPtr erase_unexpected(Source& s, std::list<UnexpectedPtr>::iterator it) noexcept;
 
     std::vector<Source> in_;
     plugin::common::RingQueue<Posted> wild_;  // MPI_ANY_SOURCE receives
+    // Sources whose unexpected list is non-empty, in no particular order
+    // (a wildcard search compares arrival stamps, not positions).
+    std::vector<std::uint32_t> busy_;
+    std::size_t posted_specific_ = 0;  // receives queued in the sources' lists
+    std::size_t held_count_ = 0;       // unexpected plus out-of-order messages
     std::uint64_t post_order_ = 0;
     std::uint64_t arrival_order_ = 0;
     MatchStats stats_;

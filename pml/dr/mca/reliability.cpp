@@ -867,21 +867,23 @@ void reliability_drain(ompi_proc_t** procs, std::size_t nprocs) noexcept {
     // unless the application handles it itself.
     if (struct sigaction sa{}; sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL)
         std::signal(SIGPIPE, SIG_IGN);
-    std::vector<PeerId> peers;
+    // The procs leaving, marked once; each round below then visits only the
+    // channel's active peers (those owing or owed ACKs), not every proc.
+    std::vector<char> leaving(state().engine->peer_count(), 0);
     for (std::size_t i = 0; i < nprocs; ++i)
-        if (PeerId p = 0; known_peer(procs[i], p))
-            peers.push_back(p);
+        if (PeerId p = 0; known_peer(procs[i], p) && p < leaving.size())
+            leaving[p] = 1;
     // Two ACK timeouts give a lost frame one resend and its ACK time to come
     // back; a peer that already left cannot answer, so do not wait longer.
     const Micros until = monotonic_now() + 2 * state().config.ack_timeout;
-    auto unacked = [&peers] {
+    auto unacked = [&leaving] {
         Guard g;
         // Peers may wait for our ACKs before they leave: none is held back.
         g_rel.now = monotonic_now();
         chan().flush_acks(g_rel.now);
         std::size_t n = 0;
-        for (const PeerId p : peers)
-            if (!peer_is_dead(p))
+        for (const PeerId p : chan().active_peers())
+            if (p < leaving.size() && leaving[p] != 0 && !peer_is_dead(p))
                 n += chan().unacked(p);
         return n;
     };

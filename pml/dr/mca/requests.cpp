@@ -111,7 +111,7 @@ int recv_cancel(ompi_request_t* request, int) noexcept {
     if (r->matched || r->base.req_base.req_pml_complete)
         return OMPI_SUCCESS;  // too late
     core::CommMatcher* m = state().engine->comm(r->base.req_base.req_comm->c_contextid);
-    if (m == nullptr || !m->cancel(reinterpret_cast<core::Handle>(r)))
+    if (m == nullptr || !m->cancel(reinterpret_cast<core::Handle>(r), r->base.req_base.req_peer))
         return OMPI_SUCCESS;
     request->req_status._cancelled = true;
     r->base.req_base.req_pml_complete = true;
