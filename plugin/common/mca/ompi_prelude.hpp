@@ -57,4 +57,5 @@ extern "C" {
 #include "ompi/mca/pml/base/pml_base_recvreq.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/mca/bml/base/base.h"
+#include "ompi/runtime/mpiruntime.h"
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <limits>
@@ -838,7 +839,28 @@ void reliability_declare_dead(PeerId peer, const char* reason) noexcept {
     rearm();
 }
 
+namespace {
+
+// From the moment MPI_Finalize starts, peers leave as soon as their own
+// frames are acknowledged: ranks come out of finalize's fence at different
+// times, and an ACK, PROBE or resend of ours, sent while we still wait in
+// that fence or drain below, may meet a socket a departed peer closed. A BTL
+// writing to it (tcp uses writev) would kill this process with SIGPIPE
+// instead of getting EPIPE. Nothing is left to lose by ignoring it this
+// late, unless the application handles it itself.
+void ignore_sigpipe_once_finalizing() noexcept {
+    static std::atomic<bool> done{false};
+    if (done.load(std::memory_order_relaxed) || ompi_mpi_state < OMPI_MPI_STATE_FINALIZE_STARTED ||
+        done.exchange(true))
+        return;
+    if (struct sigaction sa{}; sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        std::signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
 int reliability_progress() noexcept {
+    ignore_sigpipe_once_finalizing();
     if (g_rel.batches_due.load(std::memory_order_relaxed)) {
         Guard g;
         g_rel.now = monotonic_now();
@@ -860,13 +882,7 @@ int reliability_progress() noexcept {
 void reliability_drain(ompi_proc_t** procs, std::size_t nprocs) noexcept {
     if (!g_rel.channel)
         return;
-    // Peers leave as soon as their own frames are acknowledged: a PROBE or
-    // resend of ours may then meet a socket they closed, and a BTL writing
-    // to it (tcp uses writev) would kill this process with SIGPIPE instead
-    // of getting EPIPE. Nothing is left to lose by ignoring it this late,
-    // unless the application handles it itself.
-    if (struct sigaction sa{}; sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL)
-        std::signal(SIGPIPE, SIG_IGN);
+    ignore_sigpipe_once_finalizing();
     // The procs leaving, marked once; each round below then visits only the
     // channel's active peers (those owing or owed ACKs), not every proc.
     std::vector<char> leaving(state().engine->peer_count(), 0);
