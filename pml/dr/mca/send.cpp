@@ -466,11 +466,15 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
         rget_release_send(r);
     }
     // A message the receiver will likely have put in place goes without
-    // data in its RNDV, as with ob1.
-    std::size_t first =
-        rndv_frame > core::kRndvHeaderSize && (fits_rndv || !rput_expected(r, bb))
-            ? std::min({size, rndv_frame - core::kRndvHeaderSize, s.config.eager_limit})
-            : 0;
+    // data in its RNDV, as with ob1; one whose rest after a full RNDV frame
+    // is short carries its head (the receiver sends that rest as FRAGs, see
+    // rput_request: three frames instead of RNDV, PUT, put, PUT-done).
+    const std::size_t rndv_room =
+        rndv_frame > core::kRndvHeaderSize ? rndv_frame - core::kRndvHeaderSize : 0;
+    const bool short_rest = rndv_room > 0 && size - rndv_room < bb->btl->btl_max_send_size;
+    std::size_t first = rndv_room > 0 && (fits_rndv || short_rest || !rput_expected(r, bb))
+                            ? std::min({size, rndv_room, s.config.eager_limit})
+                            : 0;
     // Without eager credit the RNDV goes without data and asks for credit.
     const bool starved = first > 0 && !eng.try_charge_eager(r->peer, first);
     if (starved)
