@@ -134,6 +134,8 @@ bool same(const Header& x, const Header& y) {
         return a->send_req == b->send_req && a->recv_req == b->recv_req && a->offset == b->offset &&
                a->want_len == b->want_len && a->remote_addr == b->remote_addr;
     }
+    if (std::holds_alternative<ByeHdr>(x))
+        return true;  // the common header is all there is
     return false;
 }
 
@@ -155,8 +157,8 @@ FrameType type_of_alternative(const Header& h) {
     if (const auto* p = std::get_if<ProbeHdr>(&h))
         return p->reply ? FrameType::ProbeAck : FrameType::Probe;
     constexpr std::array<FrameType, std::variant_size_v<Header>> kTypes = {
-        FrameType::Match,  FrameType::Rndv, FrameType::Cts, FrameType::Frag, FrameType::Ack,
-        FrameType::Credit, FrameType::Nack, FrameType::Put, FrameType::Probe};
+        FrameType::Match,  FrameType::Rndv, FrameType::Cts, FrameType::Frag,  FrameType::Ack,
+        FrameType::Credit, FrameType::Nack, FrameType::Put, FrameType::Probe, FrameType::Bye};
     return kTypes[h.index()];
 }
 

@@ -375,6 +375,7 @@ void pml_seeds(std::vector<SeedFile>& out) {
     seed("ack", 0, 0, pml::AckHdr{common(0, 0), 64, 0x5ull, 120, 200}, Bytes{});
     seed("probe", 0, 0, pml::ProbeHdr{common(0, 0), 7, false}, Bytes{});
     seed("probe_ack", 0, 0, pml::ProbeHdr{common(0, 0), 7, true}, Bytes{});
+    seed("bye", 0, 0, pml::ByeHdr{common(0, 0)}, Bytes{});
     seed("credit", 0, 0, pml::CreditHdr{common(pml::kFlagRetransmit, 6), 1u << 16}, Bytes{});
     seed("nack", kStampBoth, 0, pml::NackHdr{common(0, 0), 44}, Bytes{});
     seed("put", 0, 0, pml::PutHdr{common(0, 4), 0xCAFE, 0xF00D, 10, 1u << 20, 0x7F00'0000'2000u},

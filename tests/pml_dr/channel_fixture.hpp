@@ -59,6 +59,12 @@ struct Rec : ChannelOutput {
         Micros at;
     };
     std::vector<Probe> probes;
+    struct Bye {
+        PeerId peer;
+        PathId path;
+        Micros at;
+    };
+    std::vector<Bye> byes;
     std::vector<PathId> failed;
     std::vector<Micros> failed_at;
     std::vector<PeerId> dead;
@@ -84,6 +90,7 @@ struct Rec : ChannelOutput {
     void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override {
         probes.push_back(Probe{peer, path, id, reply, now});
     }
+    void send_bye(PeerId peer, PathId path) override { byes.push_back(Bye{peer, path, now}); }
     void path_failed(PeerId, PathId path) override {
         failed.push_back(path);
         failed_at.push_back(now);

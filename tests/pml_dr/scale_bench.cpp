@@ -80,6 +80,7 @@ struct NullOutput final : ChannelOutput {
     void send_ack(PeerId, PathId, const AckInfo&) override {}
     void send_nack(PeerId, PathId, std::uint32_t) override {}
     void send_probe(PeerId, PathId, std::uint32_t, bool) override {}
+    void send_bye(PeerId, PathId) override {}
     void path_failed(PeerId, PathId) override {}
     void peer_dead(PeerId) override {}
     void acked(PeerId, FrameToken) override {}

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +48,7 @@ constexpr std::uint8_t kAck = 2;
 constexpr std::uint8_t kNack = 3;
 constexpr std::uint8_t kProbe = 4;
 constexpr std::uint8_t kProbeAck = 5;
+constexpr std::uint8_t kBye = 6;
 
 void put(std::vector<std::uint8_t>& b, std::uint64_t v, int bytes) {
     for (int i = bytes - 1; i >= 0; --i)
@@ -99,6 +101,12 @@ std::vector<std::uint8_t> encode_probe(std::uint32_t id, bool reply) {
     return b;
 }
 
+std::vector<std::uint8_t> encode_bye() {
+    std::vector<std::uint8_t> b{kBye};
+    seal(b);
+    return b;
+}
+
 struct Parsed {
     std::uint8_t kind = 0;
     std::uint32_t seq = 0;
@@ -133,6 +141,8 @@ std::optional<Parsed> parse(std::span<const std::uint8_t> b) {
         p.seq = static_cast<std::uint32_t>(get(b, 1, 4));
         return p;
     }
+    if (p.kind == kBye && body == 1)
+        return p;
     if (p.kind == kAck && body == 25) {
         p.ack = AckInfo{static_cast<std::uint32_t>(get(b, 1, 4)),
                         static_cast<std::uint32_t>(get(b, 5, 4)), get(b, 9, 8),
@@ -180,6 +190,11 @@ struct Node final : ChannelOutput {
     std::map<PeerId, Micros> dead_at;
     std::uint64_t failed_requests = 0;  // rejected or abandoned sends
     std::uint64_t paths_failed = 0;
+    // Finalize: leave() called at leave_at, gone (its connections closed:
+    // nothing reaches it any more) at departed_at.
+    Micros leave_at = plugin::common::kNever;
+    Micros departed_at = plugin::common::kNever;
+    bool departed_by_bound = false;  // gave up waiting (a lost BYE)
 
     Node(World& world, int r, const ChannelParams& params);
     void app_send(int dst);
@@ -191,6 +206,7 @@ struct Node final : ChannelOutput {
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override;
+    void send_bye(PeerId peer, PathId path) override;
     void path_failed(PeerId, PathId) override { ++paths_failed; }
     void peer_dead(PeerId peer) override;
     void acked(PeerId peer, FrameToken token) override;
@@ -213,6 +229,9 @@ struct World {
     std::uint64_t seq_reuse = 0;
     std::uint64_t misrouted = 0;
     std::uint64_t glue_errors = 0;
+    // Frames that reached a process after it had left (finalize): a real BTL
+    // writing them would meet a closed connection.
+    std::uint64_t after_departure = 0;
     // Times next_deadline() had moved although take_timers_changed() said it
     // had not: the glue, which re-arms only on its word, would miss a timer.
     std::uint64_t timer_misses = 0;
@@ -337,6 +356,10 @@ void Node::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
         sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path), encode_probe(id, reply)});
 }
 
+void Node::send_bye(PeerId peer, PathId path) {
+    w.net.send(sim::Frame{rank, static_cast<int>(peer), static_cast<int>(path), encode_bye()});
+}
+
 void Node::peer_dead(PeerId peer) {
     if (!dead_at.emplace(peer, w.sim.now()).second)
         ++w.glue_errors;  // twice
@@ -358,6 +381,10 @@ void Node::abandoned(PeerId, FrameToken token) {
 }
 
 void Node::on_frame(int src, int link, std::span<const std::uint8_t> bytes) {
+    if (departed_at != plugin::common::kNever) {
+        ++w.after_departure;
+        return;
+    }
     const auto f = parse(bytes);
     if (!f) {
         ++w.corrupt_rx;  // corrupt: as good as lost
@@ -379,6 +406,10 @@ void Node::on_frame(int src, int link, std::span<const std::uint8_t> bytes) {
     }
     if (f->kind == kProbeAck) {
         ch->on_probe_ack(peer, path, f->seq, w.sim.now());
+        return;
+    }
+    if (f->kind == kBye) {
+        ch->on_bye(peer, path, w.sim.now());
         return;
     }
     if (f->damaged) {
@@ -602,6 +633,121 @@ TEST(ChannelSim, EveryPathDownKillsThePeerInBoundedTime) {
             EXPECT_EQ(w.timer_misses, 0u);
             if (::testing::Test::HasFailure())
                 return;
+        }
+    });
+}
+
+// ---------------------------------------------------------------- finalize
+
+// Every message sent so far has reached its receiver: what finalize's
+// fence stands for (each rank completed its receives before entering it).
+bool all_delivered(World& w) {
+    for (const FrameToken t : w.sent)
+        if (w.delivered[t] == 0)
+            return false;
+    for (const auto& n : w.nodes)
+        for (const auto& q : n->backlog)
+            if (!q.empty())
+                return false;
+    return true;
+}
+
+// MPI_Finalize as the glue runs it: from `at` (once past the fence) leave(),
+// then leaving() from progress every 10 us until it is 0 or the bound
+// passed; then the process is gone.
+void finalize_at(World& w, int rank, Micros at, Micros bound) {
+    w.sim.schedule(at, [&w, rank, bound] {
+        Node& n = w.node(rank);
+        if (!all_delivered(w)) {
+            finalize_at(w, rank, w.sim.now() + 10, bound);  // still in the fence
+            return;
+        }
+        n.leave_at = w.sim.now();
+        n.ch->leave(w.sim.now());
+        auto poll = std::make_shared<std::function<void()>>();
+        *poll = [&w, rank, bound, poll] {
+            Node& m = w.node(rank);
+            const bool done = m.ch->leaving(w.sim.now()) == 0;
+            if (done || w.sim.now() >= m.leave_at + bound) {
+                m.departed_at = w.sim.now();
+                m.departed_by_bound = !done;
+                *poll = nullptr;  // breaks the cycle
+                return;
+            }
+            w.sim.schedule_after(10, [poll] { (*poll)(); });
+        };
+        (*poll)();
+    });
+}
+
+// Ranks leave finalize's fence at different times, with frames and ACKs
+// still in flight (the fence does not go through the channel). Nothing may
+// reach a process once it left, and every message is delivered once.
+TEST(ChannelSim, FinalizeWritesNothingToAPeerThatLeft) {
+    ChannelParams p = lossy_params();
+    p.ack_timeout = 1 * kMillis;
+    p.ack_retries = 3;
+    const Micros bound = 2 * p.ack_timeout;  // as reliability_drain()
+    std::uint64_t byes = 0;
+    sim::for_each_seed([&](std::uint64_t seed) {
+        const int ranks = 2 + static_cast<int>(seed % 3);
+        World w(ranks, sim::LinkParams{.latency = 20, .bandwidth = 1000.0, .jitter = 10}, p);
+        sim::Rng rng(seed * 104729 + 3);
+        constexpr Micros kWork = 5 * kMillis;
+        schedule_workload(w, rng, 600, kWork);
+        for (int r = 0; r < ranks; ++r)
+            finalize_at(w, r, kWork + rng.between(0, 300), bound);
+        const sim::RunResult run = w.sim.run_until_idle(10 * plugin::common::kSeconds, 10'000'000);
+        ASSERT_EQ(run.reason, sim::StopReason::Idle) << sim::stop_reason_name(run.reason);
+        EXPECT_EQ(w.after_departure, 0u) << "frames sent to a process that had left";
+        for (const FrameToken t : w.sent)
+            EXPECT_EQ(w.delivered[t], 1) << "token " << t;
+        EXPECT_EQ(w.glue_errors, 0u);
+        for (const auto& n : w.nodes) {
+            EXPECT_NE(n->departed_at, plugin::common::kNever) << "rank " << n->rank;
+            EXPECT_FALSE(n->departed_by_bound) << "rank " << n->rank << " waited for a BYE";
+            EXPECT_TRUE(n->store.empty()) << "rank " << n->rank << " left with frames unacked";
+            for (int peer = 0; peer < ranks; ++peer) {
+                if (peer == n->rank)
+                    continue;
+                EXPECT_TRUE(n->ch->left(static_cast<PeerId>(peer)));
+                byes += n->ch->counters(static_cast<PeerId>(peer))->byes_sent;
+            }
+        }
+    });
+    EXPECT_GT(byes, 0u);
+}
+
+// The same with frames dropped, duplicated and reordered: a lost BYE may
+// make a process wait out the bound, but nothing is lost or delivered
+// twice, and a process that left in order is never written to by a peer
+// that also left in order.
+TEST(ChannelSim, FinalizeUnderLossDeliversEverythingAndEnds) {
+    ChannelParams p = lossy_params();
+    const Micros bound = 2 * p.ack_timeout;
+    sim::for_each_seed([&](std::uint64_t seed) {
+        const int ranks = 2 + static_cast<int>(seed % 3);
+        World w(ranks, sim::LinkParams{.latency = 20, .bandwidth = 1000.0, .jitter = 10}, p);
+        sim::FaultPlan plan(seed);
+        sim::FaultRates r;
+        r.drop = 0.05;
+        r.duplicate = 0.05;
+        r.reorder = 0.05;
+        plan.set_all(r);
+        w.net.set_fault_plan(std::move(plan));
+        sim::Rng rng(seed * 7877 + 5);
+        constexpr Micros kWork = 5 * kMillis;
+        schedule_workload(w, rng, 600, kWork);
+        for (int rank = 0; rank < ranks; ++rank)
+            finalize_at(w, rank, kWork + rng.between(0, 300), bound);
+        const sim::RunResult run = w.sim.run_until_idle(10 * plugin::common::kSeconds, 10'000'000);
+        ASSERT_EQ(run.reason, sim::StopReason::Idle) << sim::stop_reason_name(run.reason);
+        for (const FrameToken t : w.sent)
+            EXPECT_EQ(w.delivered[t], 1) << "token " << t;
+        EXPECT_EQ(w.glue_errors, 0u);
+        for (const auto& n : w.nodes) {
+            EXPECT_NE(n->departed_at, plugin::common::kNever) << "rank " << n->rank;
+            EXPECT_LE(n->departed_at, n->leave_at + bound + 10) << "rank " << n->rank;
         }
     });
 }

@@ -73,6 +73,7 @@ struct NodeGlue final : ChannelOutput, FrameGate {
     void send_ack(PeerId peer, PathId path, const AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override;
+    void send_bye(PeerId peer, PathId path) override;
     void path_failed(PeerId, PathId) override {}
     void peer_dead(PeerId peer) override;
     void acked(PeerId peer, FrameToken token) override;
@@ -83,6 +84,7 @@ struct NodeGlue final : ChannelOutput, FrameGate {
     void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) override;
     void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
     void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) override;
+    void on_bye(PeerId peer, std::uint64_t path) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 };
 
@@ -604,6 +606,11 @@ void NodeGlue::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply
     h.reply = reply;
     run->glue_control(rank, peer, path, h);
 }
+void NodeGlue::send_bye(PeerId peer, PathId path) {
+    ByeHdr h;
+    h.common.type = FrameType::Bye;
+    run->glue_control(rank, peer, path, h);
+}
 void NodeGlue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
     NackHdr h;
     h.seq = seq;
@@ -635,6 +642,9 @@ void NodeGlue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack
 }
 void NodeGlue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
     run->channel_of(rank).on_nack(peer, path, seq, run->now());
+}
+void NodeGlue::on_bye(PeerId peer, std::uint64_t path) {
+    run->channel_of(rank).on_bye(peer, path, run->now());
 }
 void NodeGlue::on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) {
     if (reply)

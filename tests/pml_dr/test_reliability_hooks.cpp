@@ -116,6 +116,8 @@ struct Gate : FrameGate {
         probes.emplace_back(id, reply);
     }
     void on_damaged(PeerId, std::uint64_t, std::uint32_t seq) override { damaged.push_back(seq); }
+    std::vector<std::uint64_t> byes;  // paths a BYE came in on
+    void on_bye(PeerId, std::uint64_t path) override { byes.push_back(path); }
 };
 
 class GateTest : public ::testing::Test {
@@ -199,6 +201,22 @@ TEST_F(GateTest, NacksGoToTheGate) {
     EXPECT_EQ(gate.nacks, (std::vector<std::uint32_t>{42}));
     EXPECT_EQ(gate.carried, (std::vector<std::uint32_t>{9}));
     EXPECT_TRUE(gate.seen.empty());
+}
+
+TEST_F(GateTest, ByesGoToTheGateWithTheirCarriedAck) {
+    ByeHdr b;
+    b.common.src_jobid = kJob;
+    b.common.src_vpid = 1;
+    b.common.ack_seq = 12;
+    e.on_frame(frame_of(b), sink, 5);
+    EXPECT_EQ(gate.byes, (std::vector<std::uint64_t>{5}));
+    EXPECT_EQ(gate.carried, (std::vector<std::uint32_t>{12}));
+    EXPECT_TRUE(gate.seen.empty()) << "a BYE is not sequenced";
+    // From a process we do not know: dropped before the gate.
+    b.common.src_vpid = 9;
+    e.on_frame(frame_of(b), sink, 5);
+    EXPECT_EQ(gate.byes.size(), 1u);
+    EXPECT_EQ(e.rx().unknown_peer, 1u);
 }
 
 TEST_F(GateTest, ParkedFramesPassTheGateOnce) {

@@ -110,7 +110,9 @@ TEST(PmlDrWire, HeaderSizes) {
     EXPECT_EQ(header_size(FrameType::Put), 64u);
     EXPECT_EQ(header_size(FrameType::Probe), 32u);
     EXPECT_EQ(header_size(FrameType::ProbeAck), 32u);
-    EXPECT_EQ(header_size(static_cast<FrameType>(11)), 0u);
+    EXPECT_EQ(header_size(FrameType::Bye), 32u);
+    EXPECT_EQ(header_size(static_cast<FrameType>(12)), 0u);
+    EXPECT_EQ(to_string(FrameType::Bye), "BYE");
     EXPECT_EQ(to_string(FrameType::ProbeAck), "PROBE_ACK");
     EXPECT_EQ(to_string(FrameType::Rndv), "RNDV");
     EXPECT_EQ(to_string(static_cast<FrameType>(77)), "unknown");
@@ -389,7 +391,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
 
     // Laid out by hand from the diagram in wire.hpp, hdr_crc as zero.
     std::vector<std::uint8_t> want = {
-        0x04, 0x01, 0x00, 0x05,  // version 4, type MATCH, flags csum|retransmit
+        0x05, 0x01, 0x00, 0x05,  // version 5, type MATCH, flags csum|retransmit
         0x00, 0x00, 0x00, 0x00,  // hdr_crc (filled below)
         0x01, 0x02, 0x03, 0x04,  // src_jobid
         0x0A, 0x0B, 0x0C, 0x0D,  // src_vpid
@@ -404,7 +406,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
     };
     ASSERT_EQ(want.size(), kMatchHeaderSize);
     const std::uint32_t hdr_crc = ref_crc32c(want);
-    EXPECT_EQ(hdr_crc, 0x3811CF00u);  // computed independently of the library
+    EXPECT_EQ(hdr_crc, 0x2438D204u);  // computed independently of the library
     put_be32(std::span(want).subspan(4, 4), hdr_crc);
 
     std::array<std::uint8_t, kMatchHeaderSize> got{};
@@ -599,7 +601,7 @@ TEST(PmlDrWire, UnknownVersionRejected) {
 
 TEST(PmlDrWire, UnknownTypeRejected) {
     Samples s;
-    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 11, 12, 0x80, 0xFF}) {
+    for (const std::uint8_t t : std::array<std::uint8_t, 5>{0, 12, 13, 0x80, 0xFF}) {
         auto g = frame_of(s.match, s.payload);
         g[1] = t;
         EXPECT_EQ(error_of(g), ErrorCode::BadType) << "type " << int{t};
@@ -922,6 +924,39 @@ TEST(PmlDrWire, ProbeRoundTripAndHostileProbes) {
     ProbeHdr zero;
     std::array<std::uint8_t, kProbeHeaderSize> buf{};
     EXPECT_FALSE(encode(zero, buf).has_value());
+}
+
+TEST(PmlDrWire, ByeRoundTripAndHostileByes) {
+    ByeHdr h;
+    h.common.src_jobid = 7;
+    h.common.src_vpid = 3;
+    h.common.ack_seq = 9;
+    std::array<std::uint8_t, kByeHeaderSize> buf{};
+    ASSERT_TRUE(encode(h, buf).has_value());
+    EXPECT_EQ(buf[0], kWireVersion);
+    EXPECT_EQ(buf[1], 11);
+    auto d = decode(buf);
+    ASSERT_TRUE(d.has_value());
+    ASSERT_TRUE(std::holds_alternative<ByeHdr>(d->header));
+    EXPECT_EQ(common_of(d->header).src_vpid, 3u);
+    EXPECT_EQ(common_of(d->header).ack_seq, 9u);
+    for (std::size_t n = 0; n < buf.size(); ++n)
+        EXPECT_EQ(error_of(std::span(buf).first(n)), ErrorCode::Truncated) << n;
+    // Each byte of the reserved field, a payload, a flipped bit: refused.
+    auto resealed = [&](auto&& mutate) {
+        std::vector<std::uint8_t> g(buf.begin(), buf.end());
+        mutate(g);
+        put_be32(std::span(g).subspan(4, 4), 0);
+        put_be32(std::span(g).subspan(4, 4), ref_crc32c(std::span(g).first(kByeHeaderSize)));
+        return g;
+    };
+    for (std::size_t at = kCommonHeaderSize; at < kByeHeaderSize; ++at)
+        EXPECT_FALSE(decode(resealed([at](auto& g) { g[at] = 0x80; })).has_value()) << at;
+    EXPECT_EQ(error_of(resealed([](auto& g) { g.push_back(0); })), ErrorCode::BadLength);
+    EXPECT_TRUE(decode(resealed([](auto&) {})).has_value());
+    auto flipped = std::vector<std::uint8_t>(buf.begin(), buf.end());
+    flipped[20] ^= 1;
+    EXPECT_FALSE(decode(flipped).has_value());
 }
 
 }  // namespace

@@ -350,16 +350,20 @@ void ReliableChannel::drain_outputs() {
                 break;
             }
             case Kind::Ack:
-                if (find(o.peer) != nullptr)
+                if (may_send(o.peer))
                     out_.send_ack(o.peer, o.path, o.ack);
                 break;
             case Kind::Nack:
-                if (find(o.peer) != nullptr)
+                if (may_send(o.peer))
                     out_.send_nack(o.peer, o.path, o.ref.seq);
                 break;
             case Kind::Probe:
-                if (find(o.peer) != nullptr)
+                if (may_send(o.peer))
                     out_.send_probe(o.peer, o.path, o.ref.seq, o.retransmit);
+                break;
+            case Kind::Bye:
+                if (find(o.peer) != nullptr)
+                    out_.send_bye(o.peer, o.path);
                 break;
             case Kind::PathFailed:
                 out_.path_failed(o.peer, o.path);

@@ -202,11 +202,20 @@ enum class FrameState : std::uint8_t {
     InFlight,  // sent (or queued to be sent), not acknowledged
     Acked,     // acknowledged, waiting for outstanding local completions
 };
+// Finalize's BYE exchange with one peer (ReliableChannel::leave()).
+enum class LeaveState : std::uint8_t {
+    Staying,      // no BYE either way
+    ByeSent,      // ours went, the peer's has not come
+    ByeReceived,  // the peer's came, ours has not gone
+    Left,         // both: nothing more goes to the peer
+};
 std::string_view to_string(PathState s) noexcept;
 std::string_view to_string(PeerState s) noexcept;
+std::string_view to_string(LeaveState s) noexcept;
 std::string_view to_string(FrameState s) noexcept;
 bool transition_allowed(PathState from, PathState to) noexcept;
 bool transition_allowed(PeerState from, PeerState to) noexcept;
+bool transition_allowed(LeaveState from, LeaveState to) noexcept;
 // Inline: every frame makes two or three of these transitions.
 constexpr bool transition_allowed(FrameState from, FrameState to) noexcept {
     switch (from) {
@@ -304,6 +313,10 @@ struct PeerCounters {
     std::uint64_t paths_readmitted = 0;
     std::uint64_t stale_probes = 0;        // PROBE_ACKs answering no probe of ours
     std::uint64_t standby_promotions = 0;  // standby paths made Alive: no other path was left
+    // finalize (leave())
+    std::uint64_t byes_sent = 0;
+    std::uint64_t byes_received = 0;
+    std::uint64_t unsent_after_leave = 0;  // ACKs, NACKs, PROBEs not sent: the peer left
     // receiver
     std::uint64_t frames_delivered = 0;
     std::uint64_t bytes_delivered = 0;
@@ -332,6 +345,8 @@ class ChannelOutput {
     // Send an (unsequenced) PROBE (reply: PROBE_ACK) with `id` on `path`,
     // also when the channel declared that path failed.
     virtual void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) = 0;
+    // Send an (unsequenced) BYE on `path` (finalize, see leave()).
+    virtual void send_bye(PeerId peer, PathId path) = 0;
     // The channel stopped using `path` (emitted for remove_path() too). Later
     // completions from it are ignored; buffers the BTL may still hold are the
     // glue's business.
@@ -465,6 +480,25 @@ class ReliableChannel {
     // Peers flush_acks() looked at, ever (for tests of its cost).
     [[nodiscard]] std::uint64_t flush_visits() const noexcept { return flush_visits_; }
 
+    // --- finalize: leaving without writing to a peer that already left.
+    // Ranks leave MPI_Finalize's fence at different times, and a departed
+    // rank's connections are closed: an ACK, PROBE or PROBE answer sent to
+    // it then makes its BTL report a write error. So each side sends a BYE
+    // (wire.hpp) to every peer it exchanged sequenced frames with, and to
+    // every peer that sent one, once nothing of its own to that peer is
+    // unacknowledged, no ACK is owed to it and no PROBE of its own on a live
+    // path awaits an answer (the answer would come after the prober left).
+    // After its BYE a side sends that peer nothing but ACKs of late frames;
+    // once it has the peer's BYE too, the peer is left and is sent nothing
+    // at all. A lost BYE costs the glue's bound on the wait.
+    void leave(Micros now);
+    // Sends what became due (owed ACKs, BYEs) and counts the peers not left
+    // yet (dead peers count as left). The glue calls it until it is 0.
+    std::size_t leaving(Micros now);
+    void on_bye(PeerId peer, PathId path, Micros now);
+    // We sent our BYE and have the peer's (or the peer is dead or unknown).
+    [[nodiscard]] bool left(PeerId peer) const noexcept;
+
     // --- timers as data. next_deadline() may be earlier than anything is
     // due (a deadline that moved later is re-indexed lazily); on_timer() then
     // does nothing but look again.
@@ -517,6 +551,9 @@ class ReliableChannel {
             drain_outputs();
     }
     void drain_outputs();
+    // Whether an unsequenced frame may go to the peer: known and not left
+    // (see leave(); what is held back is counted).
+    bool may_send(PeerId peer) noexcept;
 
     ChannelParams params_;
     recovery::Params recovery_;  // from params_
@@ -537,6 +574,11 @@ class ReliableChannel {
     // finalize visits, instead of every peer.
     std::vector<PeerId> active_;
     std::uint64_t flush_visits_ = 0;
+    // Peers that ever sent or were sent a sequenced frame, or sent a BYE:
+    // those leave() says goodbye to.
+    std::vector<PeerId> talked_;
+    std::vector<PeerId> leaving_;  // not left yet, once leave() was called
+    bool leave_started_ = false;
     bool draining_ = false;
     bool timers_changed_ = true;  // timers_ changed since take_timers_changed()
 };

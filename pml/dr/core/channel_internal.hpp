@@ -78,7 +78,10 @@ using channel_detail::TxFrame;
 struct ReliableChannel::Peer {
     PeerId id = 0;
     PeerState state = PeerState::Alive;
-    bool active = false;  // listed in active_ (see flush_acks); sits in padding
+    bool active = false;      // listed in active_ (see flush_acks); sits in padding
+    bool talked = false;      // listed in talked_ (see leave)
+    bool in_leaving = false;  // listed in leaving_
+    LeaveState leave = LeaveState::Staying;
     std::vector<PathSlot> paths;
     std::size_t rr = 0;  // round-robin cursor over paths
     PeerCounters counters;
@@ -123,6 +126,7 @@ struct ReliableChannel::Output {
         Ack,
         Nack,
         Probe,  // ref.seq: the probe id; retransmit: it is the answer (PROBE_ACK)
+        Bye,
         PathFailed,
         PeerDead,
         Acked,
@@ -267,8 +271,20 @@ struct ReliableChannel::Ops {
         if (!p.active) {
             p.active = true;
             ch.active_.push_back(p.id);
+            mark_talked(ch, p);
         }
     }
+    static void mark_talked(Ch& ch, Peer& p) {
+        if (!p.talked) {
+            p.talked = true;
+            ch.talked_.push_back(p.id);
+        }
+    }
+    // Both BYEs are through: nothing more goes to the peer (channel_leave.cpp).
+    static bool gone(const Peer& p) noexcept { return p.leave == LeaveState::Left; }
+    static void set_state(Ch& ch, Peer& p, LeaveState to, const char* reason);
+    // Our BYE, if nothing holds it back any more (see leave()).
+    static void try_bye(Ch& ch, Peer& p, Micros now);
     static void fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now, const char* reason);
     static void kill(Ch& ch, Peer& p, const char* reason);
     static void ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now);

@@ -318,6 +318,11 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
             gate_->on_probe(peer, path, probe->probe_id, probe->reply);
             return;
         }
+        if (std::holds_alternative<ByeHdr>(decoded->header)) {
+            gate_->on_carried_ack(peer, path, c.ack_seq);
+            gate_->on_bye(peer, path);
+            return;
+        }
         if (!pass_gate(peer, path, c, frame.size()))
             return;
     }

@@ -84,6 +84,8 @@ class FrameGate {
     virtual void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;
     // A PROBE (reply: the PROBE_ACK answering ours) with `id` arrived on `path`.
     virtual void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) = 0;
+    // The peer's BYE (finalize: it is leaving, see ReliableChannel::leave).
+    virtual void on_bye(PeerId peer, std::uint64_t path) = 0;
     // Frame `seq` from `peer` arrived with an intact header and a damaged
     // payload (it was counted and dropped).
     virtual void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;

@@ -19,8 +19,8 @@ namespace {
 
 constexpr std::size_t kCrcOffset = 4;
 
-std::string_view type_names[] = {"invalid", "MATCH", "RNDV", "CTS",   "FRAG",     "ACK",
-                                 "CREDIT",  "NACK",  "PUT",  "PROBE", "PROBE_ACK"};
+std::string_view type_names[] = {"invalid", "MATCH", "RNDV", "CTS",   "FRAG",      "ACK",
+                                 "CREDIT",  "NACK",  "PUT",  "PROBE", "PROBE_ACK", "BYE"};
 
 // Every header has a fixed size per type, checked once before any field is
 // touched; fields are then one load or store each at their offset (big-endian,
@@ -141,6 +141,8 @@ std::uint32_t header_crc(FrameType type, const std::uint8_t* hdr) noexcept {
         case FrameType::Probe:
         case FrameType::ProbeAck:
             return header_crc<kProbeHeaderSize>(hdr);
+        case FrameType::Bye:
+            return header_crc<kByeHeaderSize>(hdr);
     }
     return 0;  // unreachable: callers checked header_size(type) != 0
 }
@@ -267,6 +269,8 @@ std::size_t header_size(FrameType t) noexcept {
         case FrameType::Probe:
         case FrameType::ProbeAck:
             return kProbeHeaderSize;
+        case FrameType::Bye:
+            return kByeHeaderSize;
     }
     return 0;
 }
@@ -343,6 +347,13 @@ Result<std::size_t> encode(const ProbeHdr& h, std::span<std::uint8_t> out) noexc
         put_common(w, h.common, h.reply ? FrameType::ProbeAck : FrameType::Probe);
         w.put(h.probe_id);
         w.put(std::uint32_t{0});
+    });
+}
+
+Result<std::size_t> encode(const ByeHdr& h, std::span<std::uint8_t> out) noexcept {
+    return encode_fixed<kByeHeaderSize>(out, [&](FixedWriter& w) {
+        put_common(w, h.common, FrameType::Bye);
+        w.put(std::uint64_t{0});
     });
 }
 
@@ -509,6 +520,13 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
                 reject(Error(ErrorCode::BadLength, "PROBE carries no payload"));
             else if (h.probe_id == 0)
                 reject(Error(ErrorCode::BadField, "PROBE without an id"));
+            break;
+        }
+        case FrameType::Bye: {
+            reserved_ok = r.u64() == 0;
+            d.header = ByeHdr{c};
+            if (payload != 0)
+                reject(Error(ErrorCode::BadLength, "BYE carries no payload"));
             break;
         }
         case FrameType::Nack: {

@@ -1,4 +1,4 @@
-// pml dr wire format, version 4.
+// pml dr wire format, version 5.
 //
 // Every frame the PML hands to a BTL starts with the common header, then a
 // type-specific header, then (MATCH, RNDV, FRAG) payload bytes. All integers
@@ -76,6 +76,11 @@
 //   answers with a PROBE_ACK carrying the same id on the path it came by.
 //   Unsequenced, as ACK and NACK (frame_seq is not looked at). +8:
 //   | probe_id (u32, not zero) | reserved (u32, zero) |
+// BYE: finalize. The sender has nothing of its own unacknowledged, owes no
+//   ACK and no PROBE answer, and after this frame sends nothing on the
+//   channel but ACKs for late frames of the receiver; once it has the
+//   receiver's BYE too, it sends nothing at all and may close. Unsequenced.
+//   +8: | reserved (u64, zero) |
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -87,7 +92,7 @@
 
 namespace pml::dr::core {
 
-inline constexpr std::uint8_t kWireVersion = 4;
+inline constexpr std::uint8_t kWireVersion = 5;
 
 enum class FrameType : std::uint8_t {
     Match = 1,
@@ -100,6 +105,7 @@ enum class FrameType : std::uint8_t {
     Put = 8,
     Probe = 9,
     ProbeAck = 10,
+    Bye = 11,
 };
 std::string_view to_string(FrameType t) noexcept;
 
@@ -127,6 +133,7 @@ inline constexpr std::size_t kCreditHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kNackHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kPutHeaderSize = kCommonHeaderSize + 40;
 inline constexpr std::size_t kProbeHeaderSize = kCommonHeaderSize + 8;
+inline constexpr std::size_t kByeHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kMaxHeaderSize = kRndvHeaderSize;
 
 // Header size of a type, 0 if unknown.
@@ -204,6 +211,11 @@ struct ProbeHdr {
     bool reply = false;
 };
 
+// BYE: nothing but the common header (see above).
+struct ByeHdr {
+    Common common;
+};
+
 struct PutHdr {
     Common common;
     std::uint64_t send_req = 0;
@@ -218,8 +230,8 @@ inline CtsHdr cts_of(const PutHdr& put) noexcept {
     return CtsHdr{put.common, put.send_req, put.recv_req, put.offset, put.want_len};
 }
 
-using Header =
-    std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr, PutHdr, ProbeHdr>;
+using Header = std::variant<MatchHdr, RndvHdr, CtsHdr, FragHdr, AckHdr, CreditHdr, NackHdr, PutHdr,
+                            ProbeHdr, ByeHdr>;
 
 // Encoders write exactly header_size(type) bytes (hdr_crc included) into out,
 // which must be at least that long; they return the size written.
@@ -233,6 +245,7 @@ Result<std::size_t> encode(const CreditHdr& h, std::span<std::uint8_t> out) noex
 Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const PutHdr& h, std::span<std::uint8_t> out) noexcept;
 Result<std::size_t> encode(const ProbeHdr& h, std::span<std::uint8_t> out) noexcept;
+Result<std::size_t> encode(const ByeHdr& h, std::span<std::uint8_t> out) noexcept;
 
 // Stamps an encoded header in place with its channel seq, the current
 // ack_seq and extra flags (only kFlagRetransmit and kFlagAckNow; anything
@@ -294,6 +307,8 @@ inline const Common& common_of(const Header& h) noexcept {
         return p->common;
     if (const auto* p = std::get_if<ProbeHdr>(&h))
         return p->common;
+    if (const auto* b = std::get_if<ByeHdr>(&h))
+        return b->common;
     return std::get_if<CreditHdr>(&h)->common;
 }
 

@@ -123,7 +123,7 @@ int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
 int del_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
     // MPI_Finalize: frames still unacknowledged get their chance to arrive
     // before the BTLs go away.
-    reliability_drain(procs, nprocs);
+    reliability_drain();
     standby_del_procs(procs, nprocs);
     // The BML releases these procs (they may be freed by its del_procs): drop
     // our pointers to them and their cached peer id first (a proc added again

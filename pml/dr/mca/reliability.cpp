@@ -47,6 +47,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
     void send_ack(PeerId peer, PathId path, const core::AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
     void send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) override;
+    void send_bye(PeerId peer, PathId path) override;
     void path_failed(PeerId peer, PathId path) override;
     void peer_dead(PeerId peer) override;
     void acked(PeerId, core::FrameToken token) override { release(token, true); }
@@ -58,6 +59,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
     void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) override;
     void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
     void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) override;
+    void on_bye(PeerId peer, std::uint64_t path) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 
   private:
@@ -447,6 +449,15 @@ void Glue::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
     send_unsequenced(peer, path, buf, sizeof buf);
 }
 
+void Glue::send_bye(PeerId peer, PathId path) {
+    core::ByeHdr h;
+    h.common = make_common(peer, 0);
+    h.common.type = core::FrameType::Bye;
+    std::uint8_t buf[core::kByeHeaderSize];
+    (void)core::encode(h, buf);
+    send_unsequenced(peer, path, buf, sizeof buf);
+}
+
 void Glue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
     core::NackHdr h;
     h.common = make_common(peer, 0);
@@ -520,6 +531,10 @@ void Glue::on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool repl
         chan().on_probe_ack(peer, path, id, g_rel.now);
     else
         chan().on_probe(peer, path, id, g_rel.now);
+}
+
+void Glue::on_bye(PeerId peer, std::uint64_t path) {
+    chan().on_bye(peer, path, g_rel.now);
 }
 
 void Glue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
@@ -879,31 +894,29 @@ int reliability_progress() noexcept {
     return 1;
 }
 
-void reliability_drain(ompi_proc_t** procs, std::size_t nprocs) noexcept {
+void reliability_drain() noexcept {
     if (!g_rel.channel)
         return;
     ignore_sigpipe_once_finalizing();
-    // The procs leaving, marked once; each round below then visits only the
-    // channel's active peers (those owing or owed ACKs), not every proc.
-    std::vector<char> leaving(state().engine->peer_count(), 0);
-    for (std::size_t i = 0; i < nprocs; ++i)
-        if (PeerId p = 0; known_peer(procs[i], p) && p < leaving.size())
-            leaving[p] = 1;
+    // Frames still unacknowledged get their chance to arrive, and no peer is
+    // written to once it may have left: the channel's BYE exchange (leave()).
     // Two ACK timeouts give a lost frame one resend and its ACK time to come
     // back; a peer that already left cannot answer, so do not wait longer.
     const Micros until = monotonic_now() + 2 * state().config.ack_timeout;
-    auto unacked = [&leaving] {
+    {
         Guard g;
-        // Peers may wait for our ACKs before they leave: none is held back.
         g_rel.now = monotonic_now();
-        chan().flush_acks(g_rel.now);
-        std::size_t n = 0;
-        for (const PeerId p : chan().active_peers())
-            if (p < leaving.size() && leaving[p] != 0 && !peer_is_dead(p))
-                n += chan().unacked(p);
+        chan().leave(g_rel.now);
+        rearm();
+    }
+    auto pending = [] {
+        Guard g;
+        g_rel.now = monotonic_now();
+        const std::size_t n = chan().leaving(g_rel.now);
+        rearm();
         return n;
     };
-    while (unacked() > 0 && monotonic_now() < until)
+    while (pending() > 0 && monotonic_now() < until)
         opal_progress();
 }
 

@@ -63,9 +63,10 @@ void discard_frame(StoredFrame* sf) noexcept;
 
 // Lifecycle (module.cpp).
 void reliability_init(const core::Config& config, plugin::common::OpalLogSink& log);
-// Waits (bounded) for these peers' ACKs of what is still unacknowledged to
-// them, so the last messages survive a loss at MPI_Finalize.
-void reliability_drain(ompi_proc_t** procs, std::size_t nprocs) noexcept;
+// MPI_Finalize (every proc leaves): waits (bounded) for the peers' ACKs of
+// what is still unacknowledged, so the last messages survive a loss, and
+// exchanges BYEs so that nothing is written to a peer that left.
+void reliability_drain() noexcept;
 void reliability_fini() noexcept;
 void reliability_add_peer(core::PeerId peer, ompi_proc_t* proc);
 int reliability_progress() noexcept;
