@@ -221,6 +221,9 @@ void check_promises(const pml::dr::core::Decoded& d, std::span<const std::uint8_
     }
     fuzz::check((c.flags & kFlagPutDone) == 0 || c.type == FrameType::Frag,
                 "PUT-done flag accepted on a type other than FRAG");
+    fuzz::check((c.flags & kFlagDataCsum) == 0 ||
+                    ((c.flags & kFlagRget) != 0 && payload_total >= kDataCsumSize),
+                "data checksum flag accepted without RGET or without room for the CRC");
 }
 
 // A frame that decode() accepted.

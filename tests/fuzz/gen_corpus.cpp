@@ -356,6 +356,10 @@ void pml_seeds(std::vector<SeedFile>& out) {
         pml::RndvHdr g{common(pml::kFlagPayloadCsum | pml::kFlagRget, 3), match(handle, true),
                        1u << 20, 0xBEEF, 0x7F00'0000'1000u};
         seed("rndv_rget", 0, 7, g, handle);
+        const Bytes handle_crc = pattern(20, 7);
+        pml::RndvHdr gc{common(pml::kFlagPayloadCsum | pml::kFlagRget | pml::kFlagDataCsum, 3),
+                        match(handle_crc, true), 1u << 20, 0xBEEF, 0x7F00'0000'1000u};
+        seed("rndv_rget_csum", 0, 7, gc, handle_crc);
     }
     seed("cts", 0, 0, pml::CtsHdr{common(0, 4), 0xCAFE, 0xF00D, 10, 100}, Bytes{});
     // Seeds on the edge of validity, so that small edits cross it.

@@ -686,7 +686,8 @@ TEST(PmlDrWire, RndvPayloadLongerThanMessageRejected) {
 TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
     Samples s;
     for (const std::uint16_t flag :
-         {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget}, std::uint16_t{kFlagCreditStarved}}) {
+         {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget}, std::uint16_t{kFlagCreditStarved},
+          std::uint16_t{kFlagDataCsum}}) {
         auto m = s.match;
         m.common.flags = static_cast<std::uint16_t>(m.common.flags | flag);
         EXPECT_EQ(error_of(frame_of(m, s.payload)), ErrorCode::BadField) << flag;
@@ -725,6 +726,27 @@ TEST(PmlDrWire, RndvRgetRules) {
     g[kRndvHeaderSize - 1] = 1;
     reseal(g);
     EXPECT_EQ(error_of(g), ErrorCode::BadField);
+}
+
+TEST(PmlDrWire, RgetDataChecksumRules) {
+    Samples s;
+    const std::vector<std::uint8_t> handle_and_crc = pattern(16 + kDataCsumSize, 3, 0);
+    RndvHdr r{common(kFlagRget | kFlagPayloadCsum | kFlagDataCsum),
+              match_fields(handle_and_crc, true), 1 << 20, 5, 0x1000};
+    auto d = decode(frame_of(r, handle_and_crc));
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->payload.size(), handle_and_crc.size());
+    // Without RGET it means nothing: refused.
+    auto plain = s.rndv;
+    plain.common.flags = static_cast<std::uint16_t>(plain.common.flags | kFlagDataCsum);
+    EXPECT_EQ(error_of(frame_of(plain, s.payload)), ErrorCode::BadField);
+    // A payload too short to hold the CRC: refused.
+    for (std::size_t n = 0; n < kDataCsumSize; ++n) {
+        const std::vector<std::uint8_t> p = pattern(n, 3, 0);
+        RndvHdr t{common(kFlagRget | kFlagPayloadCsum | kFlagDataCsum), match_fields(p, true),
+                  1 << 20, 5, 0x1000};
+        EXPECT_EQ(error_of(frame_of(t, p)), ErrorCode::BadLength) << n;
+    }
 }
 
 TEST(PmlDrWire, RgetWithoutRemoteAddressRejected) {

@@ -417,6 +417,7 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
     info.msg_len = rndv != nullptr ? rndv->msg_len : payload.size();
     info.send_req = rndv != nullptr ? rndv->send_req : 0;
     info.rget = (flags & kFlagRget) != 0;
+    info.rget_data_csum = (flags & kFlagDataCsum) != 0;
     info.remote_addr = rndv != nullptr ? rndv->remote_addr : 0;
     info.path = path;
     // Flow control keeps well-behaved senders within the window; a peer that

@@ -36,11 +36,12 @@ struct MessageInfo {
     std::int32_t src = 0;  // rank in the communicator's remote group
     std::int32_t tag = 0;
     std::uint16_t seq = 0;
-    bool rndv = false;           // more bytes follow after a CTS
-    bool sync = false;           // sender waits for the match (Ssend)
-    std::uint64_t msg_len = 0;   // whole message, bytes
-    std::uint64_t send_req = 0;  // sender's id for CTS
-    bool rget = false;           // eager bytes are the sender's registration handle
+    bool rndv = false;            // more bytes follow after a CTS
+    bool sync = false;            // sender waits for the match (Ssend)
+    std::uint64_t msg_len = 0;    // whole message, bytes
+    std::uint64_t send_req = 0;   // sender's id for CTS
+    bool rget = false;            // eager bytes are the sender's registration handle
+    bool rget_data_csum = false;  // ... followed by the data's CRC32C (kFlagDataCsum)
     std::uint64_t remote_addr = 0;
     std::uint64_t path = 0;  // opaque id of the path (BTL) the message came on
 };

@@ -441,8 +441,13 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
             const bool rget = (c.flags & kFlagRget) != 0;
             if (!check_payload_len(h.match.payload_len, h.match.payload_crc))
                 break;
+            const bool data_csum = (c.flags & kFlagDataCsum) != 0;
             if (rget && (c.flags & kFlagPayloadCsum) == 0)
                 reject(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
+            else if (data_csum && !rget)
+                reject(Error(ErrorCode::BadField, "data checksum flag without RGET"));
+            else if (data_csum && h.match.payload_len < kDataCsumSize)
+                reject(Error(ErrorCode::BadLength, "RGET payload too short for its data checksum"));
             else if (rget && h.remote_addr == 0)
                 reject(Error(ErrorCode::BadField, "RGET without a remote address"));
             else if (!rget && h.remote_addr != 0)

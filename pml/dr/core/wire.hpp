@@ -42,7 +42,10 @@
 //   handle for the whole (contiguous) message at remote_addr, which the
 //   receiver may fetch with a BTL get; it then sends a CTS with
 //   offset == want_len ("nothing more to send"). kFlagRget requires the
-//   payload CRC, since the handle steers a remote memory read.
+//   payload CRC, since the handle steers a remote memory read. With
+//   kFlagDataCsum too, the payload ends with the CRC32C (u32) of the msg_len
+//   bytes at remote_addr: the receiver checks what its gets brought against
+//   it and, if it differs, answers with a CTS at offset 0 (FRAGs instead).
 // CTS: receiver matched a RNDV; send bytes [offset, want_len). +32:
 //   | send_req (u64) | recv_req (u64) | offset (u64) | want_len (u64) |
 // FRAG: bytes of a matched message at offset. +24:
@@ -117,11 +120,15 @@ enum FrameFlags : std::uint16_t {
     kFlagCreditStarved = 0x0010,  // RNDV: sender is out of eager credit; report releases now
     kFlagAckNow = 0x0020,         // a request waits for this frame's ACK: do not delay it
     kFlagPutDone = 0x0040,        // FRAG without payload: the PUT's writes are complete
+    kFlagDataCsum = 0x0080,       // RGET RNDV: the payload ends with the data's CRC32C
 };
 inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFlagRetransmit |
                                              kFlagRget | kFlagCreditStarved | kFlagAckNow |
-                                             kFlagPutDone;
-inline constexpr std::uint16_t kRndvOnlyFlags = kFlagSync | kFlagRget | kFlagCreditStarved;
+                                             kFlagPutDone | kFlagDataCsum;
+inline constexpr std::uint16_t kRndvOnlyFlags =
+    kFlagSync | kFlagRget | kFlagCreditStarved | kFlagDataCsum;
+// Bytes kFlagDataCsum adds at the end of an RGET RNDV's payload.
+inline constexpr std::size_t kDataCsumSize = 4;
 
 inline constexpr std::size_t kCommonHeaderSize = 24;
 inline constexpr std::size_t kMatchHeaderSize = kCommonHeaderSize + 24;

@@ -108,6 +108,8 @@ struct RecvRequest {
     // copy), our local registration, the BTL used.
     std::uint32_t gets_outstanding;
     bool get_failed;
+    bool get_verify;  // the sender sent the data's CRC32C: get_crc
+    std::uint32_t get_crc;
     std::uint64_t send_req;  // sender's id, for the final CTS
     void* remote_handle;
     mca_btl_base_registration_handle_t* local_handle;
@@ -295,6 +297,15 @@ struct RputStats {
     std::uint64_t injected = 0;     // put data corrupted on purpose (pml_dr_fault_corrupt)
 };
 RputStats rput_stats() noexcept;
+
+struct RgetStats {
+    std::uint64_t receives = 0;     // receives whose data came by gets
+    std::uint64_t fallbacks = 0;    // ... whose gets failed or data was refused: FRAGs instead
+    std::uint64_t verified = 0;     // receives whose get data matched the sender's CRC
+    std::uint64_t csum_errors = 0;  // ... did not (then a fallback)
+    std::uint64_t injected = 0;     // get data corrupted on purpose (pml_dr_fault_corrupt)
+};
+RgetStats rget_stats() noexcept;
 
 // recv.cpp
 // Posts a receive whose state is reset (alloc_recv(), reset_recv_state()).

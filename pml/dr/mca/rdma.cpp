@@ -3,20 +3,59 @@
 // buffer with a BTL get (single copy: CMA on shared memory, RDMA on fabrics)
 // instead of the sender pushing FRAGs through bounce buffers.
 //
-// Data moved by a get is not covered by our payload CRC, so RGET is used only
-// where checksums are not wanted (pml_dr_csum=never, or auto on a BTL that
-// does not ask for them).
+// With checksums (pml_dr_csum, per BTL) the data is covered too: the sender
+// puts the CRC32C of the whole message after its handle (kFlagDataCsum), and
+// the receiver, once its gets are done, computes it over its buffer (one read
+// pass, warm from the copy) and accepts; or it counts a checksum error and
+// answers with a CTS at offset 0, and the sender sends the message as FRAGs,
+// each with its own CRC. No byte reaches the application unverified.
 #include <algorithm>
 
+#include "crc32c.hpp"
+#include "fault.hpp"
 #include "pml.hpp"
+#include "wire_io.hpp"
 
 namespace pml::dr::mca {
 namespace {
 
+RgetStats g_stats;
+
+// Get data flipped where it landed (pml_dr_fault_corrupt), to test the
+// check; made on first use, from the configuration.
+plugin::common::FaultInjector& data_faults() noexcept {
+    static plugin::common::FaultInjector f(0.0, state().config.fault_corrupt, 0.0,
+                                           state().config.fault_seed ^ 0x4745'5444u);
+    return f;
+}
+
 bool get_capable(const mca_bml_base_btl_t* bb) noexcept {
     const mca_btl_base_module_t* btl = bb->btl;
     return (btl->btl_flags & MCA_BTL_FLAGS_GET) != 0 && btl->btl_get != nullptr &&
-           btl->btl_get_limit > 0 && !csum_wanted(btl);
+           btl->btl_get_limit > 0;
+}
+
+// The gets are done: the data matches the sender's CRC (or none is asked).
+bool get_data_intact(RecvRequest* r) noexcept {
+    if (!r->get_verify)
+        return true;
+    auto* data = static_cast<std::uint8_t*>(buffer_start(&r->base.req_base.req_convertor));
+    const auto len = static_cast<std::size_t>(r->bytes_expected);
+    if (data_faults().enabled() && len > 0) {
+        const plugin::common::FaultPlan plan = data_faults().next(len);
+        if (plan.corrupt) {
+            data[plan.byte] ^= plan.mask;
+            ++g_stats.injected;
+        }
+    }
+    if (plugin::common::crc32c(data, len) == r->get_crc) {
+        ++g_stats.verified;
+        return true;
+    }
+    ++g_stats.csum_errors;
+    plugin::common::logf(*state().log, plugin::common::LogLevel::Debug,
+                         "get data from peer %u failed its checksum: asked for FRAGs", r->peer);
+    return false;
 }
 
 void get_done(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, void*,
@@ -78,19 +117,25 @@ void get_finished(RecvRequest* r, int status) noexcept {
         r->get_failed = true;
     if (r->gets_outstanding != 0)
         return;
-    if (r->get_failed) {
+    if (r->get_failed || !get_data_intact(r)) {
+        ++g_stats.fallbacks;
         r->bytes_received = 0;
         r->wire_id = state().engine->register_recv(reinterpret_cast<core::Handle>(r), r->peer,
                                                    r->bytes_expected);
         send_cts(r, r->send_req, 0);
         return;
     }
+    ++g_stats.receives;
     r->bytes_received = r->bytes_expected;
     send_cts(r, r->send_req, r->bytes_expected);
     recv_complete(r, OMPI_SUCCESS);
 }
 
 }  // namespace
+
+RgetStats rget_stats() noexcept {
+    return g_stats;
+}
 
 bool rget_prepare(SendRequest* r) noexcept {
     opal_convertor_t* conv = &r->base.req_base.req_convertor;
@@ -143,8 +188,21 @@ bool rget_start(RecvRequest* r, const core::MessageInfo& info,
         if (cand->btl == arrived && get_capable(cand))
             bb = cand;
     }
-    if (bb == nullptr || handle.size() != bb->btl->btl_registration_handle_size)
+    if (bb == nullptr)
         return false;
+    // The data's CRC follows the handle; a BTL that wants checksums gets no
+    // unchecked data (then FRAGs, each with its CRC).
+    if (info.rget_data_csum) {
+        if (handle.size() < core::kDataCsumSize)
+            return false;
+        r->get_crc = plugin::common::ByteReader(handle.last(core::kDataCsumSize)).u32();
+        handle = handle.first(handle.size() - core::kDataCsumSize);
+    } else if (csum_wanted(bb->btl)) {
+        return false;
+    }
+    if (handle.size() != bb->btl->btl_registration_handle_size)
+        return false;
+    r->get_verify = info.rget_data_csum;
     r->rdma_btl = bb;
     r->send_req = info.send_req;
     if (!handle.empty()) {

@@ -189,6 +189,8 @@ void reset_recv_state(RecvRequest* r) noexcept {
     r->matched = false;
     r->gets_outstanding = 0;
     r->get_failed = false;
+    r->get_verify = false;
+    r->get_crc = 0;
     r->send_req = 0;
     r->remote_handle = nullptr;
     r->local_handle = nullptr;

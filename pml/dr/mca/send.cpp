@@ -5,6 +5,7 @@
 #include "pml.hpp"
 #include "reliability.hpp"
 #include "standby.hpp"
+#include "wire_io.hpp"
 
 namespace pml::dr::mca {
 
@@ -374,26 +375,35 @@ namespace {
 // out on the BTL the receiver will read through.
 int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     mca_bml_base_btl_t* bb = r->rdma_btl;
+    // With checksums the data's CRC32C follows the handle (kFlagDataCsum):
+    // the receiver checks what its gets brought.
+    const bool data_csum = csum_wanted(bb->btl);
     const std::size_t hlen = bb->btl->btl_registration_handle_size;
-    if (bb->btl->btl_eager_limit < core::kRndvHeaderSize + hlen)
+    const std::size_t plen = hlen + (data_csum ? core::kDataCsumSize : 0);
+    if (bb->btl->btl_eager_limit < core::kRndvHeaderSize + plen)
         return OMPI_ERR_NOT_AVAILABLE;
     mca_btl_base_descriptor_t* des = nullptr;
-    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, core::kRndvHeaderSize + hlen, kFrameDesFlags);
+    mca_bml_base_alloc(bb, &des, MCA_BTL_NO_ORDER, core::kRndvHeaderSize + plen, kFrameDesFlags);
     if (des == nullptr)
         return OMPI_ERR_OUT_OF_RESOURCE;
     auto* base = static_cast<std::uint8_t*>(des->des_segments[0].seg_addr.pval);
     if (hlen > 0)
         std::memcpy(base + core::kRndvHeaderSize, r->rdma_handle, hlen);
     void* addr = buffer_start(&r->base.req_base.req_convertor);
+    if (data_csum)
+        plugin::common::ByteWriter(
+            std::span(base + core::kRndvHeaderSize + hlen, core::kDataCsumSize))
+            .u32(plugin::common::crc32c(addr, static_cast<std::size_t>(r->base.req_bytes_packed)));
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
     // The receiver releases the handle's bytes like eager data: charge them.
-    (void)state().engine->try_charge_eager(r->peer, hlen, true);
+    (void)state().engine->try_charge_eager(r->peer, plen, true);
     core::RndvHdr h;
     h.common =
         make_common(r->peer, static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
+                                                        (data_csum ? core::kFlagDataCsum : 0) |
                                                         (sync ? core::kFlagSync : 0)));
     h.match =
-        match_fields(r, seq, hlen, plugin::common::crc32c(base + core::kRndvHeaderSize, hlen));
+        match_fields(r, seq, plen, plugin::common::crc32c(base + core::kRndvHeaderSize, plen));
     h.msg_len = r->base.req_bytes_packed;
     h.send_req = r->wire_id;
     h.remote_addr = reinterpret_cast<std::uint64_t>(addr);
@@ -401,10 +411,10 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     FrameOpts opts;
     opts.copy = true;  // small, and the handle is not in the user's buffer
     // No ACK frame asked for: the CTS that ends the send carries its ack.
-    const int rc = post_data_frame(r, bb, des, core::kRndvHeaderSize + hlen, core::kRndvHeaderSize,
-                                   0, hlen, opts);
+    const int rc = post_data_frame(r, bb, des, core::kRndvHeaderSize + plen, core::kRndvHeaderSize,
+                                   0, plen, opts);
     if (rc != OMPI_SUCCESS)
-        state().engine->uncharge_eager(r->peer, hlen);
+        state().engine->uncharge_eager(r->peer, plen);
     return rc;
 }
 

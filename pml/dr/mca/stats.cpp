@@ -47,6 +47,15 @@ void print_rx_stats() noexcept {
         static_cast<unsigned long long>(rp.fallbacks), static_cast<unsigned long long>(rp.verified),
         static_cast<unsigned long long>(rp.csum_errors), static_cast<unsigned long long>(rp.resent),
         static_cast<unsigned long long>(rp.injected));
+    const RgetStats rg = rget_stats();
+    opal_output(0,
+                "[pml:dr] rget %s: rget_receives=%llu rget_fallbacks=%llu rget_verified=%llu "
+                "rget_csum_errors=%llu rget_injected=%llu",
+                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), static_cast<unsigned long long>(rg.receives),
+                static_cast<unsigned long long>(rg.fallbacks),
+                static_cast<unsigned long long>(rg.verified),
+                static_cast<unsigned long long>(rg.csum_errors),
+                static_cast<unsigned long long>(rg.injected));
 }
 
 void print_reliability_stats() noexcept {
