@@ -113,6 +113,9 @@ TEST(ChannelAck, BitmaskNacksOnlyMissingFramesBelowTheHighestAcked) {
     s.ack(13);
     EXPECT_EQ(s.out.acked_tokens.size(), 13u);
     EXPECT_EQ(s.ch.unreleased(kPeer), 0u);
+    // Nothing left to time but the idle release of the window.
+    s.ch.on_timer(s.ch.exact_deadline());
+    EXPECT_EQ(s.ch.counters(kPeer)->windows_released, 1u);
     EXPECT_EQ(s.ch.exact_deadline(), kNever) << "nothing left to time";
 }
 

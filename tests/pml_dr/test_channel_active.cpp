@@ -116,4 +116,40 @@ TEST(PmlDrChannelMemory, PathSlotsFollowThePathsAPeerHas) {
     ASSERT_TRUE(three.submit(0, 1, 0).ok());
 }
 
+// A peer's send window (window x 40 B) is freed once it held nothing for
+// window_idle_release, and comes back on the next frame, which carries on
+// the peer's sequence.
+TEST(PmlDrChannelMemory, AnIdleWindowIsFreedAndComesBack) {
+    const ChannelParams p = test_params();
+    Sender s(p, false);
+    const std::size_t bare = s.ch.memory_bytes();
+    const std::uint32_t first = s.submit(1);
+    EXPECT_GT(s.ch.memory_bytes(), bare + p.window * 16) << "the window is allocated";
+    s.out.now = 50;
+    s.ack(first);
+    ASSERT_EQ(s.ch.unreleased(kPeer), 0u);
+    s.run_timers(50 + p.window_idle_release - 1);
+    EXPECT_EQ(s.ch.counters(kPeer)->windows_released, 0u) << "not idle long enough";
+    s.run_timers(50 + p.window_idle_release);
+    EXPECT_EQ(s.ch.counters(kPeer)->windows_released, 1u);
+    EXPECT_EQ(s.ch.memory_bytes(), bare);
+    EXPECT_EQ(s.ch.exact_deadline(), kNever);
+    // Late news of the old frame finds nothing and is counted.
+    s.ack(first);
+    s.ch.on_nack(kPeer, kP1, first, s.out.now);
+    EXPECT_EQ(s.out.retransmitted_seqs(0), std::vector<std::uint32_t>{});
+    // Checking for room allocates nothing; the frame itself does.
+    ASSERT_TRUE(s.ch.check_submit_on(kPeer, kP1).ok());
+    EXPECT_EQ(s.ch.memory_bytes(), bare);
+    const std::uint32_t second = s.submit(2);
+    EXPECT_EQ(second, first + 1);
+    s.ack(second);
+    EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{1, 2}));
+    // A busy peer keeps its window: activity pushes the release back.
+    s.out.now += p.window_idle_release / 2;
+    s.ack(s.submit(3));
+    s.run_timers(s.out.now + p.window_idle_release / 2);
+    EXPECT_EQ(s.ch.counters(kPeer)->windows_released, 1u);
+}
+
 }  // namespace

@@ -133,7 +133,8 @@ TEST(ChannelDirect, ATransmissionNotDoneAtOnceOwesItsCompletion) {
     EXPECT_TRUE(s.out.acked_tokens.empty()) << "released while the BTL holds it";
     s.ch.on_local_complete(kPeer, kP1, FrameRef{r.seq, 3}, true, 10);
     EXPECT_EQ(s.out.acked_tokens, (std::vector<FrameToken>{3}));
-    EXPECT_EQ(s.ch.exact_deadline(), kNever);
+    EXPECT_EQ(s.ch.exact_deadline(), p.window_idle_release)
+        << "only the idle release (from the ack)";
 }
 
 TEST(ChannelDirect, AFailedTransmissionFailsThePathAndIsRedriven) {

@@ -116,7 +116,8 @@ std::string validate(const ChannelParams& p) {
     if (p.ack_delay < 0)
         return "channel ack_delay must not be negative";
     if (p.ack_timeout <= 0 || p.watchdog_timeout <= 0 || p.peer_dead_timeout <= 0 ||
-        p.initial_rtt <= 0 || p.granularity <= 0 || p.probe_interval <= 0 || p.probe_max <= 0)
+        p.initial_rtt <= 0 || p.granularity <= 0 || p.probe_interval <= 0 || p.probe_max <= 0 ||
+        p.window_idle_release <= 0)
         return "channel timeouts must be positive";
     if (p.max_paths < 1 || p.max_paths > kMaxPathsPerPeer)
         return "channel max_paths must be in 1..32";
@@ -245,7 +246,13 @@ Micros ReliableChannel::Ops::deadline(const Ch& ch, const Peer& p) noexcept {
     }
     if (p.unacked > 0)
         d = std::min(d, add_saturating(p.last_progress, ch.params_.peer_dead_timeout));
-    return d;
+    return std::min(d, window_release_at(ch, p));
+}
+
+Micros ReliableChannel::Ops::window_release_at(const Ch& ch, const Peer& p) noexcept {
+    if (p.window.empty() || p.unreleased != 0)
+        return kNever;
+    return add_saturating(std::max(p.last_submit, p.last_progress), ch.params_.window_idle_release);
 }
 
 void ReliableChannel::Ops::due_by(Ch& ch, Peer& p, Micros d) {
@@ -275,6 +282,11 @@ void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
     if (p.state == PeerState::Alive && p.unacked > 0 &&
         add_saturating(p.last_progress, ch.params_.peer_dead_timeout) <= now)
         kill(ch, p, "nothing acknowledged for peer_dead_timeout");
+    // Every slot is free (una == next_seq): nothing in the window is state.
+    if (window_release_at(ch, p) <= now) {
+        std::vector<TxFrame>().swap(p.window);
+        ++p.counters.windows_released;
+    }
 }
 
 // ---------------------------------------------------------------- public API

@@ -248,6 +248,10 @@ struct ChannelParams {
     Micros watchdog_timeout = 5 * plugin::common::kSeconds;
     unsigned watchdog_retries = 1;
     Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
+    // A peer's send window (window x 40 B) is freed once nothing holds a slot
+    // and nothing was sent or acknowledged for this long; the next submit
+    // allocates it again.
+    Micros window_idle_release = 1 * plugin::common::kSeconds;
     unsigned max_paths = 8;       // per peer, 1..kMaxPathsPerPeer
     std::uint32_t first_seq = 1;  // != 0; both ends equal (tests start near the wrap)
 };
@@ -317,6 +321,7 @@ struct PeerCounters {
     std::uint64_t byes_sent = 0;
     std::uint64_t byes_received = 0;
     std::uint64_t unsent_after_leave = 0;  // ACKs, NACKs, PROBEs not sent: the peer left
+    std::uint64_t windows_released = 0;    // send windows freed after an idle period
     // receiver
     std::uint64_t frames_delivered = 0;
     std::uint64_t bytes_delivered = 0;

@@ -283,6 +283,9 @@ struct ReliableChannel::Ops {
     // Both BYEs are through: nothing more goes to the peer (channel_leave.cpp).
     static bool gone(const Peer& p) noexcept { return p.leave == LeaveState::Left; }
     static void set_state(Ch& ch, Peer& p, LeaveState to, const char* reason);
+    // When the peer's send window is freed (kNever: not allocated, or a
+    // frame holds a slot).
+    static Micros window_release_at(const Ch& ch, const Peer& p) noexcept;
     // Our BYE, if nothing holds it back any more (see leave()).
     static void try_bye(Ch& ch, Peer& p, Micros now);
     static void fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now, const char* reason);

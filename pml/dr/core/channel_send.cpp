@@ -478,6 +478,8 @@ void ReliableChannel::Ops::watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, 
 // A new frame in the window, transmitted on `slot` (submit, submit_on).
 std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token,
                                               Micros now, std::size_t bytes, bool owed) {
+    if (p.window.empty())  // first use, or released after an idle period
+        p.window.assign(ch.params_.window, TxFrame{});
     const std::uint32_t seq = p.next_seq;
     p.next_seq = seq_after(seq);
     TxFrame& f = tx(ch, p, seq);
@@ -504,11 +506,10 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
     return seq;
 }
 
-// Whether a new frame fits the peer's window (allocated on first use).
+// Whether a new frame fits the peer's window (add_frame allocates it on
+// first use: an unallocated window holds nothing).
 bool ReliableChannel::Ops::window_room(Ch& ch, Peer& p) {
-    if (p.window.empty())
-        p.window.assign(ch.params_.window, TxFrame{});
-    if (static_cast<std::uint32_t>(p.next_seq - p.una) < ch.params_.window)
+    if (p.window.empty() || static_cast<std::uint32_t>(p.next_seq - p.una) < ch.params_.window)
         return true;
     settle(ch, p);
     if (static_cast<std::uint32_t>(p.next_seq - p.una) < ch.params_.window)
