@@ -6,11 +6,7 @@
 #include <vector>
 
 #include "deadline_timer.hpp"
-#include "ompi_prelude.hpp"
-
-extern "C" {
-#include "opal/runtime/opal.h"
-}
+#include "opal_prelude.hpp"
 
 using plugin::common::DeadlineTimer;
 using plugin::common::kMillis;

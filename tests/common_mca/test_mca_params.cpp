@@ -8,11 +8,7 @@
 #include <string>
 
 #include "mca_params.hpp"
-#include "ompi_prelude.hpp"
-
-extern "C" {
-#include "opal/runtime/opal.h"
-}
+#include "opal_prelude.hpp"
 
 using plugin::common::explain_invalid;
 using plugin::common::param_error;

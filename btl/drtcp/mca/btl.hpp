@@ -1,7 +1,8 @@
 // btl drtcp glue: the state shared by the component and module files.
-// Only this ring includes Open MPI (through ompi_prelude.hpp).
+// Only this ring includes Open MPI (through opal_prelude.hpp: a BTL is an
+// OPAL component).
 #pragma once
-#include "ompi_prelude.hpp"
+#include "opal_prelude.hpp"
 
 #include <memory>
 #include <mutex>
@@ -11,10 +12,6 @@
 #include "config.hpp"
 #include "opal_log.hpp"
 #include "transport.hpp"
-
-extern "C" {
-#include "opal/mca/btl/base/base.h"
-}
 
 namespace btl::drtcp::mca {
 
@@ -95,6 +92,7 @@ struct State {
     int finalized = 0;
     bool put = false;                 // the modules offer put (published in the modex)
     plugin::common::auth::Key key{};  // this process's drtcp key (published in the modex)
+    std::uint32_t job_size = 0;       // ranks of this job (PMIx job data); 0: unknown
 };
 
 State& state() noexcept;

@@ -5,11 +5,6 @@
 #include "btl.hpp"
 #include "mca_params.hpp"
 
-extern "C" {
-#include "opal/mca/pmix/pmix.h"
-#include "opal/util/proc.h"
-}
-
 namespace {
 
 int drtcp_register() noexcept;
@@ -234,6 +229,25 @@ void publish(const std::vector<core::PublishedAddr>& addrs, bool put,
         logf(mca::state().log, LogLevel::Warn, "modex send failed (%d)", rc);
 }
 
+// The number of ranks in this process's job, from the job data the launcher
+// gave PMIx (the value the runtime sized MPI_COMM_WORLD by); 0 when absent,
+// and then no unknown peer is admitted before the PML adds it.
+std::uint32_t job_size(const opal_process_name_t& me) noexcept {
+    opal_process_name_t job{};
+    job.jobid = me.jobid;
+    job.vpid = OPAL_VPID_WILDCARD;
+    std::uint32_t size = 0;
+    std::uint32_t* ptr = &size;
+    int rc = OPAL_SUCCESS;
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &job, &ptr, OPAL_UINT32);
+    if (rc != OPAL_SUCCESS) {
+        logf(mca::state().log, LogLevel::Warn,
+             "job size unknown (%d): a peer that connects before it was added is refused", rc);
+        return 0;
+    }
+    return size;
+}
+
 mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
     *num_btls = 0;
     mca::State& s = mca::state();
@@ -257,6 +271,7 @@ mca_btl_base_module_t** drtcp_init(int* num_btls, bool, bool) noexcept {
         return nullptr;
     }
     s.key = *key;
+    s.job_size = job_size(me);
     if (!s.config.auth)
         logf(s.log, LogLevel::Warn,
              "btl_drtcp_auth is off: connections are not authenticated (debugging only)");

@@ -3,13 +3,6 @@
 #include "btl.hpp"
 #include "btl_frag.hpp"
 
-extern "C" {
-#include "opal/class/opal_bitmap.h"
-#include "opal/mca/pmix/pmix.h"
-#include "opal/util/proc.h"
-#include "orte/util/proc_info.h"
-}
-
 #include <cstdio>
 
 extern "C" mca_btl_base_component_3_0_0_t mca_btl_drtcp_component;
@@ -402,7 +395,7 @@ adapter::PeerVerdict add_unknown_peer(core::ProcName name) noexcept {
     const opal_process_name_t me = opal_proc_local_get()->proc_name;
     if (name.jobid != me.jobid)
         return adapter::PeerVerdict::WrongJob;
-    if (name.vpid >= orte_process_info.num_procs)
+    if (name.vpid >= state().job_size)
         return adapter::PeerVerdict::BeyondJob;
     if (name.vpid == me.vpid)
         return adapter::PeerVerdict::Unknown;  // drtcp never connects a process to itself

@@ -1,10 +1,9 @@
 #include "uct_iface.hpp"
 
-extern "C" {
+// UCX headers declare their C linkage themselves (BEGIN_C_DECLS).
 #include <ucp/api/ucp.h>  // ucp_get_version: the one version query UCX exports
 #include <ucs/async/async_fwd.h>
 #include <uct/api/uct.h>
-}
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,8 @@
 // btl drucx glue: the state shared by the component and module files.
-// Only this ring includes Open MPI (through ompi_prelude.hpp).
+// Only this ring includes Open MPI (through opal_prelude.hpp: a BTL is an
+// OPAL component).
 #pragma once
-#include "ompi_prelude.hpp"
+#include "opal_prelude.hpp"
 
 #include <deque>
 #include <memory>
@@ -16,10 +17,6 @@
 #include "pending.hpp"
 #include "uct_iface.hpp"
 #include "wire.hpp"
-
-extern "C" {
-#include "opal/mca/btl/base/base.h"
-}
 
 namespace btl::drucx::mca {
 

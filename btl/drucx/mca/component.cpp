@@ -8,11 +8,6 @@
 #include "mca_params.hpp"
 #include "btl_frag.hpp"
 
-extern "C" {
-#include "opal/mca/pmix/pmix.h"
-#include "opal/util/proc.h"
-}
-
 namespace {
 
 int drucx_register() noexcept;

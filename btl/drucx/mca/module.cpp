@@ -9,12 +9,6 @@
 #include "btl.hpp"
 #include "btl_frag.hpp"
 
-extern "C" {
-#include "opal/class/opal_bitmap.h"
-#include "opal/mca/pmix/pmix.h"
-#include "opal/util/proc.h"
-}
-
 extern "C" mca_btl_base_component_3_0_0_t mca_btl_drucx_component;
 
 namespace btl::drucx::mca {

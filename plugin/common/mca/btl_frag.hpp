@@ -1,6 +1,6 @@
 // Helpers every BTL of ours needs around Open MPI descriptors and convertors.
 #pragma once
-#include "ompi_prelude.hpp"
+#include "opal_prelude.hpp"
 
 namespace plugin::common {
 

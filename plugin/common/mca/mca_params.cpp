@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fault.hpp"
-#include "ompi_prelude.hpp"
+#include "opal_prelude.hpp"
 
 namespace plugin::common {
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "ompi_prelude.hpp"
+#include "opal_prelude.hpp"
 
 namespace plugin::common {
 

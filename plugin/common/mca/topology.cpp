@@ -1,5 +1,5 @@
 // Glue: includes Open MPI (the prelude first, DESIGN.md section 2).
-#include "ompi_prelude.hpp"
+#include "opal_prelude.hpp"
 
 #include <array>
 #include <cstdio>
@@ -7,10 +7,6 @@
 #include "hwloc_locality.hpp"
 #include "mca_params.hpp"
 #include "topology.hpp"
-
-extern "C" {
-#include "opal/mca/hwloc/base/base.h"
-}
 
 namespace plugin::common {
 

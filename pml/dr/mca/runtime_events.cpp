@@ -28,10 +28,6 @@
 #include "pml.hpp"
 #include "reliability.hpp"
 
-extern "C" {
-#include "opal/mca/pmix/pmix.h"
-}
-
 namespace pml::dr::mca {
 namespace {
 

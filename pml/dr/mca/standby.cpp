@@ -7,12 +7,6 @@
 #include "pml.hpp"
 #include "reliability.hpp"
 
-// The list of initialized BTL modules (OPAL_DECLSPEC, exported); not in the
-// prelude, which every component includes.
-extern "C" {
-#include "opal/mca/btl/base/base.h"
-}
-
 namespace pml::dr::mca {
 namespace {
 

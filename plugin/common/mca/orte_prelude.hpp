@@ -1,18 +1,11 @@
-// The ORTE headers the oob component needs, in one place (C headers without
-// extern "C" guards; C++20 warns about some of them, see meson.build).
+// The ORTE layer of Open MPI (the runtime: oob, rml, errmgr, names) on top of
+// the OPAL prelude, for the oob component. See opal_prelude.hpp.
 #pragma once
-#include <cstddef>
-#include <cstdint>
+#include "opal_prelude.hpp"
 
 extern "C" {
 #include "orte_config.h"
 
-#include "opal/class/opal_bitmap.h"
-#include "opal/class/opal_hash_table.h"
-#include "opal/mca/base/base.h"
-#include "opal/mca/event/event.h"
-#include "opal/util/opal_environ.h"
-#include "opal/util/output.h"
 #include "orte/constants.h"
 #include "orte/mca/errmgr/errmgr.h"
 #include "orte/mca/oob/base/base.h"
