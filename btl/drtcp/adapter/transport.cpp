@@ -1,6 +1,5 @@
 // drtcp transport: modules, endpoints, send path, connection setup, shutdown.
 // The event side (progress, reads, accepts, timers) is in transport_io.cpp.
-#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -217,8 +216,7 @@ void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
     // Nothing but the handshake leaves before the peer proved the key.
     if (c == nullptr || !ep->fsm.connected())
         return;
-    plugin::common::ByteRange ranges[64];
-    iovec iov[64];
+    std::array<plugin::common::ByteRange, net::kMaxRanges> ranges;
     // The CONFIRM (initiator) leaves in the same sendmsg as the first frames:
     // on loopback every send costs the peer's receive path too.
     while (!ep->queue.empty() || c->prefix_sent < c->prefix_len) {
@@ -226,30 +224,21 @@ void Transport::flush_locked(Endpoint* ep, std::vector<void*>& done) {
         std::size_t total = 0;
         const std::size_t prefix_left = c->prefix_len - c->prefix_sent;
         if (prefix_left > 0) {
-            iov[0].iov_base = c->prefix + c->prefix_sent;
-            iov[0].iov_len = prefix_left;
+            ranges[0] = {c->prefix + c->prefix_sent, prefix_left};
             total = prefix_left;
             first = 1;
         }
         const std::size_t n = ep->queue.gather(std::span(ranges).subspan(first));
-        for (std::size_t i = 0; i < n; ++i) {
-            iov[first + i].iov_base = const_cast<std::uint8_t*>(ranges[first + i].base);
-            iov[first + i].iov_len = ranges[first + i].len;
+        for (std::size_t i = 0; i < n; ++i)
             total += ranges[first + i].len;
-        }
-        msghdr msg{};
-        msg.msg_iov = iov;
-        msg.msg_iovlen = first + n;
-        const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
+        const net::IoResult w = net::write_ranges(c->fd, std::span(ranges.data(), first + n));
+        if (w.status != net::IoStatus::Moved) {
+            if (w.status == net::IoStatus::Closed)
                 mark_broken(ep);  // progress() closes it and reports
             break;
         }
-        counters_.bytes_sent += static_cast<std::uint64_t>(w);
-        auto written = static_cast<std::size_t>(w);
+        counters_.bytes_sent += w.bytes;
+        const std::size_t written = w.bytes;
         const std::size_t from_prefix = std::min(written, prefix_left);
         c->prefix_sent += from_prefix;
         if (written > from_prefix)
@@ -328,14 +317,13 @@ void Transport::say_bye_and_close(Endpoint* ep, std::vector<void*>& done,
             flush_locked(ep, done);
             if (broken_.size() != broken_before)
                 break;  // the socket is dead: nothing more will leave
-            pollfd p{c->fd, POLLOUT, 0};
-            (void)::poll(&p, 1, 10);
+            (void)net::wait_ready(c->fd, /*write=*/true, -1, 10);
         }
         std::uint8_t bye[core::kFrameHeaderSize];
         if (ep->active != nullptr &&
             core::encode(core::FrameHeader{0, core::kFrameFlagBye, 0}, bye)) {
-            (void)::send(c->fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
-            ::shutdown(c->fd, SHUT_WR);
+            (void)net::send_some(c->fd, bye);
+            net::shutdown_write(c->fd);
         }
     }
     (void)ep->fsm.on_connection_lost(/*graceful=*/true);

@@ -29,12 +29,14 @@
 #include "send_queue.hpp"
 #include "sockets.hpp"
 #include "stream.hpp"
+#include "stream_io.hpp"
 
 namespace btl::drtcp::adapter {
 
 // The socket helpers live in plugin/common/net (shared with oob drtcp).
 using plugin::common::IpAddr;
 using plugin::common::Result;
+namespace net = plugin::common::net;
 using plugin::common::net::apply_options;
 using plugin::common::net::connect_result;
 using plugin::common::net::from_sockaddr;

@@ -74,7 +74,8 @@ auth::Binding binding(core::ProcName initiator, core::ProcName acceptor, std::ui
 bool send_all(int fd, const std::uint8_t* p, std::size_t n) {
     // A fresh socket's buffer is empty: a handshake message goes in one
     // call or the socket is dead.
-    return ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(n);
+    const net::IoResult r = net::send_some(fd, std::span(p, n));
+    return r.status == net::IoStatus::Moved && r.bytes == n;
 }
 
 }  // namespace

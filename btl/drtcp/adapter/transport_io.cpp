@@ -2,7 +2,6 @@
 // accepts, reads (stream decoding, HELLO handling, fault injection, frame
 // delivery), writes (queued frames, connect completion) and timers.
 #include <sys/epoll.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,9 +96,7 @@ int Transport::progress(TransportEvents& events) {
 void Transport::handle_accept(Conn* listener) {
     for (;;) {
         sockaddr_storage peer{};
-        socklen_t len = sizeof peer;
-        const int fd = ::accept4(listener->fd, reinterpret_cast<sockaddr*>(&peer), &len,
-                                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+        const int fd = net::accept_one(listener->fd, &peer);
         if (fd < 0)
             return;  // EAGAIN, or an aborted connection: nothing to do
         ++counters_.accepts;
@@ -121,9 +118,7 @@ void Transport::handle_accept(Conn* listener) {
             close_conn(oldest);
         }
         apply_options(fd, sockopts_);
-        sockaddr_storage local{};
-        socklen_t llen = sizeof local;
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen);
+        const sockaddr_storage local = net::local_address(fd);
         conns_.push_back(std::make_unique<Conn>(Conn::Kind::Incoming, fd, max_frame_));
         Conn* c = conns_.back().get();
         c->local = from_sockaddr(local);
@@ -140,16 +135,14 @@ void Transport::handle_readable(Conn* c, TransportEvents& events) {
     bool down = false;
     for (int round = 0; round < 16 && !down; ++round) {
         const std::span<std::uint8_t> direct = c->decoder.direct_target(kDirectMin);
-        iovec iov[2] = {{direct.data(), direct.size()}, {scratch_.data(), scratch_.size()}};
-        const int first = direct.empty() ? 1 : 0;
-        const ssize_t r = ::readv(c->fd, iov + first, 2 - first);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            down = errno != EAGAIN && errno != EWOULDBLOCK;
+        const net::IoResult r = net::read_some(c->fd, direct, scratch_);
+        if (r.status == net::IoStatus::Again)
+            break;
+        if (r.status == net::IoStatus::Closed && r.error != 0) {
+            down = true;
             break;
         }
-        if (r == 0) {
+        if (r.status == net::IoStatus::Closed) {
             down = true;  // EOF
             if (c->kind == Conn::Kind::Incoming && !c->identified && !c->adopted) {
                 std::lock_guard lock(io_);
@@ -157,8 +150,8 @@ void Transport::handle_readable(Conn* c, TransportEvents& events) {
             }
             break;
         }
-        counters_.bytes_received += static_cast<std::uint64_t>(r);
-        auto got = static_cast<std::size_t>(r);
+        counters_.bytes_received += r.bytes;
+        std::size_t got = r.bytes;
         plugin::common::Result<void> ok;
         if (!direct.empty()) {
             const std::size_t into = std::min(got, direct.size());
@@ -184,7 +177,7 @@ void Transport::handle_readable(Conn* c, TransportEvents& events) {
         }
         if (sink.bye || c->closed)
             break;
-        if (static_cast<std::size_t>(r) < direct.size() + scratch_.size())
+        if (r.bytes < direct.size() + scratch_.size())
             break;  // drained what the kernel had
     }
     finish(events, p_done_, p_errored_, p_report_);

@@ -1,18 +1,14 @@
 // oob drtcp: listeners, connections and peers on the ORTE event base.
 // Socket events feed the core (stream decoder, peer state machine, send
 // queue) and carry out what it decides.
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
-#include <cerrno>
 
 #include "admission.hpp"
 #include "oob.hpp"
 #include "route.hpp"
 #include "sockets.hpp"
+#include "stream_io.hpp"
 
 namespace oob::drtcp::mca {
 
@@ -151,8 +147,7 @@ void shut(Connection& c) {
     if (c.writing)
         opal_event_del(&c.write_ev);
     c.writing = false;
-    ::close(c.fd);
-    c.fd = -1;
+    net::close_fd(c.fd);
 }
 
 void close_connection(Connection* c) {
@@ -343,10 +338,12 @@ void on_read(int, short, void* arg) {
     State& s = state();
     std::array<std::uint8_t, 64 * 1024> buf;
     for (;;) {
-        const ssize_t n = ::read(c->fd, buf.data(), buf.size());
-        if (n > 0) {
+        const net::IoResult got = net::read_some(c->fd, buf);
+        if (got.status == net::IoStatus::Again)
+            return;
+        if (got.status == net::IoStatus::Moved) {
             Sink sink(*c);
-            auto r = c->decoder.feed(std::span(buf.data(), static_cast<std::size_t>(n)), sink);
+            auto r = c->decoder.feed(std::span(buf.data(), got.bytes), sink);
             if (!r) {
                 if (c->decoder.phase() == core::StreamDecoder::Phase::Failed &&
                     r.error().code != plugin::common::ErrorCode::UnknownPeer)
@@ -358,10 +355,6 @@ void on_read(int, short, void* arg) {
             }
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n < 0 && errno == EINTR)
-            continue;
         close_connection(c);  // EOF or error
         return;
     }
@@ -379,27 +372,17 @@ void on_write(int, short, void* arg) {
         if (c->peer != nullptr)
             c->peer->fsm.on_tcp_connected();
     }
-    std::array<ByteRange, 16> ranges;
     std::vector<void*> done;
-    while (!c->queue.empty()) {
-        const std::size_t n = c->queue.gather(ranges);
-        std::array<iovec, 16> iov;
-        for (std::size_t i = 0; i < n; ++i)
-            iov[i] = iovec{const_cast<std::uint8_t*>(ranges[i].base), ranges[i].len};
-        const ssize_t w = ::writev(c->fd, iov.data(), static_cast<int>(n));
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            if (errno == EINTR)
-                continue;
-            close_connection(c);
-            return;
-        }
-        c->queue.advance(static_cast<std::size_t>(w), done);
-    }
+    const net::FlushStatus flushed = net::flush_queue(c->fd, c->queue, done);
+    // Messages the kernel took whole count as sent (as any TCP write does),
+    // even when the socket fails after them.
     for (void* m : done)
         if (m != nullptr)
             finish(static_cast<OutMsg*>(m), true);
+    if (flushed == net::FlushStatus::Failed) {
+        close_connection(c);
+        return;
+    }
     if (c->queue.empty() && c->writing) {
         c->writing = false;
         opal_event_del(&c->write_ev);
@@ -429,7 +412,7 @@ void limit_unidentified() {
 void on_accept(int fd, short, void*) {
     bury();
     for (;;) {
-        const int nfd = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        const int nfd = net::accept_one(fd);
         if (nfd < 0)
             return;  // EAGAIN, or an error the next event reports again
         limit_unidentified();
@@ -543,7 +526,7 @@ void close_all() noexcept {
     State& s = state();
     for (Listener& l : s.listeners) {
         opal_event_del(&l.ev);
-        ::close(l.fd);
+        net::close_fd(l.fd);
     }
     s.listeners.clear();
     for (auto& c : s.conns) {

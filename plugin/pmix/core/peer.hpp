@@ -15,13 +15,11 @@
 #include <cstdint>
 #include <optional>
 
+#include "peer_cred.hpp"
+
 namespace plugin::pmix::core {
 
-struct PeerCred {
-    std::uint32_t uid = 0;
-    std::uint32_t gid = 0;
-    std::int32_t pid = 0;
-};
+using plugin::common::PeerCred;
 
 enum class PeerVerdict : std::uint8_t {
     Accepted,       // same uid

@@ -1,36 +1,34 @@
 #include "client_conn.hpp"
 
-#include <cerrno>
-#include <condition_variable>
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include <condition_variable>
+
+#include "peer.hpp"
 #include "pmix.hpp"
-#include "uds.hpp"
+#include "unix_socket.hpp"
 
 namespace plugin::pmix::mca::client {
 
+namespace net = plugin::common::net;
+
 Answer Connection::open(const std::string& path, const core::HelloBody& hello, std::size_t max_msg,
                         EventFn on_event) {
-    fd_ = uds_connect(path);
+    fd_ = net::unix_connect(path);
     if (fd_ < 0)
         return {OPAL_ERR_UNREACH, {}};
     // Nothing of ours (name, secret) goes to a server of another user.
-    const auto cred = uds_peer_cred(fd_);
+    const auto cred = net::unix_peer_cred(fd_);
     const auto verdict = core::check_peer(cred, static_cast<std::uint32_t>(geteuid()),
                                           state().params.check_peer_uid);
     if (!core::accepted(verdict)) {
         logf(state().log, LogLevel::Error, "refusing the pmix dr server at %s (uid %ld): %s",
              path.c_str(), cred ? static_cast<long>(cred->uid) : -1L, core::verdict_name(verdict));
-        ::close(fd_);
-        fd_ = -1;
+        net::close_fd(fd_);
         return {OPAL_ERR_UNREACH, {}};
     }
-    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
-        ::close(fd_);
-        fd_ = -1;
+    if (!wake_.open()) {
+        net::close_fd(fd_);
         return {OPAL_ERR_OUT_OF_RESOURCE, {}};
     }
     in_ = core::FrameReader(max_msg);
@@ -48,34 +46,22 @@ void Connection::close() {
     if (fd_ < 0)
         return;
     stop_ = true;
-    const char b = 0;
-    (void)!::write(wake_[1], &b, 1);
+    wake_.wake();
     if (io_.joinable()) {
         if (on_io_thread())
             io_.detach();
         else
             io_.join();
     }
-    ::close(fd_);
-    ::close(wake_[0]);
-    ::close(wake_[1]);
-    fd_ = -1;
+    net::close_fd(fd_);
+    wake_.close();
     alive_ = false;
     fail_all(OPAL_ERR_COMM_FAILURE);
 }
 
 bool Connection::write_all(const std::vector<std::uint8_t>& bytes) {
     std::lock_guard lock(write_mu_);
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-        const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        off += static_cast<std::size_t>(n);
-    }
-    return true;
+    return net::send_all(fd_, bytes);
 }
 
 void Connection::request(core::MsgType type, std::span<const std::uint8_t> payload, Done done) {
@@ -184,21 +170,20 @@ void Connection::dispatch(const core::FrameReader::Message& m) {
 }
 
 void Connection::pump(int wait_ms) {
-    pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (::poll(fds, 2, wait_ms) <= 0 || (fds[0].revents == 0))
+    if (!net::wait_ready(fd_, /*write=*/false, wake_.read_fd(), wait_ms))
         return;
     std::uint8_t buf[65536];
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+    const net::IoResult r = net::read_some(fd_, buf);
+    if (r.status == net::IoStatus::Again)
         return;
-    if (n <= 0) {
+    if (r.status == net::IoStatus::Closed) {
         if (!stop_)
             logf(state().log, LogLevel::Error, "lost the connection to the pmix dr server");
         alive_ = false;
         fail_all(OPAL_ERR_COMM_FAILURE);
         return;
     }
-    in_.feed({buf, static_cast<std::size_t>(n)});
+    in_.feed({buf, r.bytes});
     for (;;) {
         auto m = in_.next();
         if (!m) {

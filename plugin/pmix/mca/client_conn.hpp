@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "stream_io.hpp"
 #include "wire.hpp"
 
 namespace plugin::pmix::mca::client {
@@ -53,7 +54,7 @@ class Connection {
     void loop();
 
     int fd_ = -1;
-    int wake_[2] = {-1, -1};
+    plugin::common::net::WakePipe wake_;  // stops the I/O thread
     std::atomic<bool> alive_{false};
     std::atomic<bool> stop_{false};
     std::thread io_;

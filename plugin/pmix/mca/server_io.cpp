@@ -3,16 +3,19 @@
 // connection per client (non-blocking reads into a FrameReader, a write
 // queue), and a once-a-second tick that expires parked gets and closes
 // connections that did not say Hello in time.
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "server.hpp"
-#include "uds.hpp"
+#include "stream_io.hpp"
+#include "unix_socket.hpp"
 
 namespace plugin::pmix::mca::server {
+
+namespace net = plugin::common::net;
 
 namespace {
 
@@ -25,7 +28,7 @@ void close_conn(std::uint64_t id) {
     opal_event_del(&c.read_ev);
     if (c.write_armed)
         opal_event_del(&c.write_ev);
-    close(c.fd);
+    net::close_fd(c.fd);
     const bool lost = c.identified && !c.finalized;
     const ProcName proc = c.proc;
     s.conns.erase(it);
@@ -37,16 +40,12 @@ void close_conn(std::uint64_t id) {
 bool flush(Conn& c) {
     while (!c.out.empty()) {
         const auto& front = c.out.front();
-        const ssize_t n = ::send(c.fd, front.data() + c.out_offset, front.size() - c.out_offset,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
+        const net::IoResult r = net::send_some(c.fd, std::span(front).subspan(c.out_offset));
+        if (r.status == net::IoStatus::Again)
+            break;
+        if (r.status == net::IoStatus::Closed)
             return false;
-        }
-        c.out_offset += static_cast<std::size_t>(n);
+        c.out_offset += r.bytes;
         if (c.out_offset == front.size()) {
             c.out.pop_front();
             c.out_offset = 0;
@@ -75,19 +74,17 @@ void on_read(int fd, short, void* arg) {
     Server& s = srv();
     std::uint8_t buf[65536];
     for (;;) {
-        const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        const net::IoResult r = net::read_some(fd, buf);
+        if (r.status == net::IoStatus::Again)
             return;
-        if (n <= 0) {
+        if (r.status == net::IoStatus::Closed) {
             close_conn(id);
             return;
         }
         Conn* c = conn(id);
         if (c == nullptr)
             return;
-        c->in.feed({buf, static_cast<std::size_t>(n)});
+        c->in.feed({buf, r.bytes});
         for (;;) {
             auto m = c->in.next();
             if (!m) {
@@ -134,7 +131,7 @@ void limit_unidentified() {
 // the unidentified slots from a real client.
 bool admit(int cfd, core::PeerCred& peer) {
     Server& s = srv();
-    const auto cred = uds_peer_cred(cfd);
+    const auto cred = net::unix_peer_cred(cfd);
     const auto verdict = core::check_peer(cred, static_cast<std::uint32_t>(geteuid()),
                                           state().params.check_peer_uid);
     if (cred)
@@ -160,13 +157,13 @@ constexpr int kAcceptBurst = 64;
 void on_accept(int fd, short, void*) {
     Server& s = srv();
     for (int i = 0; i < kAcceptBurst; ++i) {
-        const int cfd = uds_accept(fd);
+        int cfd = net::accept_one(fd);
         if (cfd < 0)
             return;
         ++s.counters.accepted;
         core::PeerCred peer;
         if (!admit(cfd, peer)) {
-            close(cfd);
+            net::close_fd(cfd);
             continue;
         }
         limit_unidentified();
@@ -236,39 +233,16 @@ Conn* conn(std::uint64_t id) {
     return it == srv().conns.end() ? nullptr : it->second.get();
 }
 
-namespace {
-
-// The socket lives in a directory of its own, mode 0700: nobody else can
-// even reach it. In the job's session directory when the path fits
-// sun_path, else in /tmp.
-int listen_privately(const std::string& tmpdir, std::string& dir, std::string& path) {
-    int err = ENOENT;
-    for (const std::string& base : {tmpdir, std::string("/tmp")}) {
-        if (base.empty() || !uds_path_fits(base + "/dr-pmix.XXXXXX/pmix"))
-            continue;
-        dir = uds_private_dir(base);
-        if (dir.empty()) {
-            err = errno;
-            continue;
-        }
-        path = dir + "/pmix";
-        const int fd = uds_listen(path);
-        if (fd >= 0)
-            return fd;
-        err = errno;
-        rmdir(dir.c_str());
-    }
-    errno = err;
-    return -1;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int start_listener(const std::string& tmpdir) {
     Server& s = srv();
     std::string dir;
     std::string path;
-    s.listen_fd = listen_privately(tmpdir, dir, path);
+    // The socket lives in a directory of its own, mode 0700: nobody else can
+    // even reach it. In the job's session directory when the path fits
+    // sun_path, else in /tmp.
+    s.listen_fd = net::unix_listen_privately({tmpdir, "/tmp"}, "dr-pmix", "pmix", dir, path);
     if (s.listen_fd < 0) {
         logf(state().log, LogLevel::Error, "cannot listen in %s or /tmp: %s", tmpdir.c_str(),
              std::strerror(errno));
@@ -292,16 +266,13 @@ void stop_all() {
         opal_event_del(&c->read_ev);
         if (c->write_armed)
             opal_event_del(&c->write_ev);
-        close(c->fd);
+        net::close_fd(c->fd);
     }
     s.conns.clear();
     if (s.listen_fd >= 0) {
         opal_event_del(&s.listen_ev);
         opal_event_del(&s.tick_ev);
-        close(s.listen_fd);
-        s.listen_fd = -1;
-        unlink(s.path.c_str());
-        rmdir(s.dir.c_str());
+        net::unix_unlisten(s.listen_fd, s.path, s.dir);
     }
 }
 

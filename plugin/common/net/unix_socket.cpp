@@ -1,4 +1,4 @@
-#include "uds.hpp"
+#include "unix_socket.hpp"
 
 #include <cerrno>
 #include <cstddef>
@@ -10,14 +10,14 @@
 #include <unistd.h>
 #include <vector>
 
-namespace plugin::pmix::mca {
+namespace plugin::common::net {
 
 namespace {
 
 bool make_addr(const std::string& path, sockaddr_un& addr, socklen_t& len) {
     std::memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;
-    if (!uds_path_fits(path) || path.empty())
+    if (!unix_path_fits(path) || path.empty())
         return false;
     std::memcpy(addr.sun_path, path.data(), path.size());
     len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
@@ -26,12 +26,12 @@ bool make_addr(const std::string& path, sockaddr_un& addr, socklen_t& len) {
 
 }  // namespace
 
-bool uds_path_fits(const std::string& path) {
+bool unix_path_fits(const std::string& path) {
     return path.size() < sizeof(sockaddr_un::sun_path);
 }
 
-std::string uds_private_dir(const std::string& base) {
-    std::string t = base + "/dr-pmix.XXXXXX";
+std::string unix_private_dir(const std::string& base, const std::string& prefix) {
+    std::string t = base + "/" + prefix + ".XXXXXX";
     std::vector<char> buf(t.begin(), t.end());
     buf.push_back('\0');
     if (mkdtemp(buf.data()) == nullptr)
@@ -46,7 +46,7 @@ std::string uds_private_dir(const std::string& base) {
     return buf.data();
 }
 
-int uds_listen(const std::string& path) {
+int unix_listen(const std::string& path) {
     sockaddr_un addr;
     socklen_t len = 0;
     if (!make_addr(path, addr, len)) {
@@ -68,7 +68,7 @@ int uds_listen(const std::string& path) {
     return fd;
 }
 
-int uds_connect(const std::string& path) {
+int unix_connect(const std::string& path) {
     sockaddr_un addr;
     socklen_t len = 0;
     if (!make_addr(path, addr, len)) {
@@ -91,20 +91,42 @@ int uds_connect(const std::string& path) {
     return fd;
 }
 
-int uds_accept(int listener) {
-    int fd;
-    do {
-        fd = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    return fd;
+int unix_listen_privately(std::initializer_list<std::string> bases, const std::string& prefix,
+                          const std::string& name, std::string& dir, std::string& path) {
+    int err = ENOENT;
+    for (const std::string& base : bases) {
+        if (base.empty() || !unix_path_fits(base + "/" + prefix + ".XXXXXX/" + name))
+            continue;
+        dir = unix_private_dir(base, prefix);
+        if (dir.empty()) {
+            err = errno;
+            continue;
+        }
+        path = dir + "/" + name;
+        const int fd = unix_listen(path);
+        if (fd >= 0)
+            return fd;
+        err = errno;
+        rmdir(dir.c_str());
+    }
+    errno = err;
+    return -1;
 }
 
-std::optional<core::PeerCred> uds_peer_cred(int fd) {
+void unix_unlisten(int& fd, const std::string& path, const std::string& dir) {
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    unlink(path.c_str());
+    rmdir(dir.c_str());
+}
+
+std::optional<PeerCred> unix_peer_cred(int fd) {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
         return std::nullopt;
-    return core::PeerCred{cred.uid, cred.gid, cred.pid};
+    return PeerCred{cred.uid, cred.gid, cred.pid};
 }
 
-}  // namespace plugin::pmix::mca
+}  // namespace plugin::common::net
