@@ -1,8 +1,5 @@
 #include "stream.hpp"
 
-#include <algorithm>
-#include <cstring>
-
 namespace btl::drtcp::core {
 
 using plugin::common::Error;
@@ -68,219 +65,160 @@ HsType type_of(StreamDecoder::Phase p) noexcept {
 }  // namespace
 
 StreamDecoder::StreamDecoder(std::uint32_t max_frame, Role role)
-    : max_frame_(max_frame), phase_(first_phase(role)), need_(first_need(role)) {}
-
-// Handshake messages are small and fixed: assembled in hs_, the preamble
-// checked as soon as it is in (a stranger's bytes are refused after 8).
-Result<void> StreamDecoder::feed_handshake(std::span<std::uint8_t>& bytes, StreamSink& sink) {
-    const std::size_t target = filled_ < kPreambleSize ? kPreambleSize : need_;
-    const std::size_t take = std::min(bytes.size(), target - filled_);
-    std::memcpy(hs_ + filled_, bytes.data(), take);
-    filled_ += take;
-    bytes = bytes.subspan(take);
-    if (filled_ < target)
-        return {};
-    if (target == kPreambleSize) {
-        if (auto ok = check_preamble(std::span(hs_, kPreambleSize), type_of(phase_)); !ok)
-            return failed(ok.error());
-        if (filled_ < need_)
-            return {};
-    }
-    filled_ = 0;
-    return complete_handshake(sink);
-}
-
-Result<void> StreamDecoder::complete_handshake(StreamSink& sink) {
-    const std::span<const std::uint8_t> msg(hs_, need_);
-    switch (phase_) {
-        case Phase::Hello: {
-            auto h = decode_hello(msg);
-            if (!h)
-                return failed(h.error());
-            if (!sink.on_hello(*h))
-                return failed(Error(ErrorCode::UnknownPeer, "HELLO refused"));
-            phase_ = Phase::Confirm;
-            need_ = kConfirmSize;
-            return {};
-        }
-        case Phase::Reply: {
-            auto r = decode_reply(msg);
-            if (!r)
-                return failed(r.error());
-            if (!sink.on_reply(*r))
-                return failed(Error(ErrorCode::UnknownPeer, "REPLY refused"));
-            break;
-        }
-        case Phase::Confirm: {
-            auto c = decode_confirm(msg);
-            if (!c)
-                return failed(c.error());
-            if (!sink.on_confirm(*c))
-                return failed(Error(ErrorCode::UnknownPeer, "CONFIRM refused"));
-            break;
-        }
-        case Phase::Header:
-        case Phase::Payload:
-        case Phase::PutHeader:
-        case Phase::PutPayload:
-        case Phase::Bye:
-        case Phase::Failed:
-            return fail(ErrorCode::InvalidState, "not in a handshake");
-    }
-    phase_ = Phase::Header;
-    need_ = kFrameHeaderSize;
-    return {};
+    : max_frame_(max_frame), phase_(first_phase(role)), reader_(max_frame) {
+    // Handshake messages: their preamble is checked as soon as it is in (a
+    // stranger's bytes are refused after 8).
+    reader_.expect(first_need(role), role == Role::None ? 0 : kPreambleSize);
 }
 
 Result<void> StreamDecoder::failed(Error e) {
     phase_ = Phase::Failed;
-    filled_ = 0;
-    held_.reset();
-    held_cap_ = 0;
+    reader_.stop();
     return fail(e);
 }
 
-void StreamDecoder::reserve_held() {
-    if (need_ <= held_cap_)
-        return;
-    auto bigger = std::make_unique_for_overwrite<std::uint8_t[]>(need_);
-    if (filled_ > 0)
-        std::memcpy(bigger.get(), held_.get(), filled_);
-    held_ = std::move(bigger);
-    held_cap_ = need_;
-}
+// Each piece the reader cuts: act on it in the current phase and say what
+// comes next.
+struct StreamDecoder::Pieces {
+    StreamDecoder& d;
+    StreamSink& sink;
 
-// A whole message of the current phase: act on it and move to the next.
-Result<void> StreamDecoder::complete(std::span<std::uint8_t> message, StreamSink& sink) {
-    switch (phase_) {
-        case Phase::Header: {
-            auto h = decode_frame_header(message, max_frame_);
-            if (!h)
-                return failed(h.error());
-            if (h->flags == kFrameFlagBye) {
-                phase_ = Phase::Bye;
-                need_ = 0;
-                sink.on_bye();
-                return {};
-            }
-            if (h->flags == kFrameFlagPut) {
-                phase_ = Phase::PutHeader;
-                need_ = kPutHeaderSize;
-                put_len_ = h->len;
-                return {};
-            }
-            tag_ = h->tag;
-            if (h->len == 0) {
-                ++frames_;
-                sink.on_frame(tag_, {});
-                return {};  // next header
-            }
-            phase_ = Phase::Payload;
-            need_ = h->len;
-            return {};
-        }
-        case Phase::Payload:
-            ++frames_;
-            phase_ = Phase::Header;
-            need_ = kFrameHeaderSize;
-            sink.on_frame(tag_, message);
-            return {};
-        case Phase::PutHeader: {
-            auto p = decode_put_header(message);
-            if (!p)
-                return failed(p.error());
-            put_dest_ = sink.on_put(p->key, p->addr, put_len_);
-            if (put_dest_.size() != put_len_ || put_dest_.data() == nullptr)
-                return failed(Error(ErrorCode::OutOfRange, "PUT outside a registered region"));
-            phase_ = Phase::PutPayload;
-            need_ = put_len_;
-            return {};
-        }
-        case Phase::Hello:  // through feed_handshake, never here
-        case Phase::Reply:
-        case Phase::Confirm:
-        case Phase::PutPayload:  // bytes go to put_dest_, never through here
-        case Phase::Bye:
-        case Phase::Failed:
-            break;
+    Result<void> on_excess() {
+        if (d.phase_ == Phase::Bye)
+            return d.failed(Error(ErrorCode::BadLength, "bytes after BYE"));
+        return fail(ErrorCode::InvalidState, "stream already failed");
     }
-    return fail(ErrorCode::InvalidState, "stream already closed");
-}
 
-Result<void> StreamDecoder::put_done(StreamSink& sink) {
+    Result<void> on_prefix(std::span<const std::uint8_t> preamble) {
+        if (auto ok = check_preamble(preamble, type_of(d.phase_)); !ok)
+            return d.failed(ok.error());
+        return {};
+    }
+
+    Result<void> on_piece(std::span<std::uint8_t> piece) {
+        switch (d.phase_) {
+            case Phase::Hello:
+            case Phase::Reply:
+            case Phase::Confirm:
+                return handshake(piece);
+            case Phase::Header:
+                return header(piece);
+            case Phase::Payload:
+                ++d.frames_;
+                d.next_header();
+                sink.on_frame(d.tag_, piece);
+                return {};
+            case Phase::PutHeader:
+                return put_header(piece);
+            case Phase::PutPayload:
+                d.next_header();
+                sink.on_put_done();
+                return {};
+            case Phase::Bye:
+            case Phase::Failed:
+                break;
+        }
+        return fail(ErrorCode::InvalidState, "stream already closed");
+    }
+
+    Result<void> handshake(std::span<const std::uint8_t> msg) {
+        switch (d.phase_) {
+            case Phase::Hello: {
+                auto h = decode_hello(msg);
+                if (!h)
+                    return d.failed(h.error());
+                if (!sink.on_hello(*h))
+                    return d.failed(Error(ErrorCode::UnknownPeer, "HELLO refused"));
+                d.phase_ = Phase::Confirm;
+                d.reader_.expect(kConfirmSize, kPreambleSize);
+                return {};
+            }
+            case Phase::Reply: {
+                auto r = decode_reply(msg);
+                if (!r)
+                    return d.failed(r.error());
+                if (!sink.on_reply(*r))
+                    return d.failed(Error(ErrorCode::UnknownPeer, "REPLY refused"));
+                break;
+            }
+            case Phase::Confirm: {
+                auto c = decode_confirm(msg);
+                if (!c)
+                    return d.failed(c.error());
+                if (!sink.on_confirm(*c))
+                    return d.failed(Error(ErrorCode::UnknownPeer, "CONFIRM refused"));
+                break;
+            }
+            default:
+                return fail(ErrorCode::InvalidState, "not in a handshake");
+        }
+        d.next_header();
+        return {};
+    }
+
+    Result<void> header(std::span<const std::uint8_t> bytes) {
+        auto h = decode_frame_header(bytes, d.max_frame_);
+        if (!h)
+            return d.failed(h.error());
+        if (h->flags == kFrameFlagBye) {
+            d.phase_ = Phase::Bye;
+            d.reader_.stop();
+            sink.on_bye();
+            return {};
+        }
+        if (h->flags == kFrameFlagPut) {
+            d.phase_ = Phase::PutHeader;
+            d.put_len_ = h->len;
+            d.reader_.expect(kPutHeaderSize);
+            return {};
+        }
+        d.tag_ = h->tag;
+        if (h->len == 0) {
+            ++d.frames_;
+            d.next_header();
+            sink.on_frame(d.tag_, {});
+            return {};
+        }
+        d.phase_ = Phase::Payload;
+        d.reader_.expect(h->len);
+        return {};
+    }
+
+    Result<void> put_header(std::span<const std::uint8_t> bytes) {
+        auto p = decode_put_header(bytes);
+        if (!p)
+            return d.failed(p.error());
+        // Straight to the registered target; nothing is held.
+        const std::span<std::uint8_t> dest = sink.on_put(p->key, p->addr, d.put_len_);
+        if (dest.size() != d.put_len_ || dest.data() == nullptr)
+            return d.failed(Error(ErrorCode::OutOfRange, "PUT outside a registered region"));
+        d.phase_ = Phase::PutPayload;
+        d.reader_.expect_into(dest);
+        return {};
+    }
+};
+
+void StreamDecoder::next_header() noexcept {
     phase_ = Phase::Header;
-    need_ = kFrameHeaderSize;
-    filled_ = 0;
-    put_dest_ = {};
-    sink.on_put_done();
-    return {};
-}
-
-Result<void> StreamDecoder::complete_held(StreamSink& sink) {
-    const std::size_t n = filled_;
-    filled_ = 0;
-    return complete(std::span(held_.get(), n), sink);
+    reader_.expect(kFrameHeaderSize);
 }
 
 Result<void> StreamDecoder::feed(std::span<std::uint8_t> bytes, StreamSink& sink) {
-    while (!bytes.empty()) {
-        if (phase_ == Phase::Failed)
-            return fail(ErrorCode::InvalidState, "stream already failed");
-        if (phase_ == Phase::Bye)
-            return failed(Error(ErrorCode::BadLength, "bytes after BYE"));
-        if (phase_ == Phase::PutPayload) {
-            // Straight to the registered target; nothing is held.
-            const std::size_t take = std::min(bytes.size(), need_ - filled_);
-            std::memcpy(put_dest_.data() + filled_, bytes.data(), take);
-            filled_ += take;
-            bytes = bytes.subspan(take);
-            if (filled_ == need_)
-                if (auto ok = put_done(sink); !ok)
-                    return ok;
-            continue;
-        }
-        if (in_handshake()) {
-            if (auto ok = feed_handshake(bytes, sink); !ok)
-                return ok;
-            continue;
-        }
-        if (filled_ == 0 && bytes.size() >= need_) {
-            // The whole message is in this read: hand it out in place.
-            const auto message = bytes.first(need_);
-            bytes = bytes.subspan(need_);
-            if (auto ok = complete(message, sink); !ok)
-                return ok;
-            continue;
-        }
-        reserve_held();
-        const std::size_t take = std::min(bytes.size(), need_ - filled_);
-        std::memcpy(held_.get() + filled_, bytes.data(), take);
-        filled_ += take;
-        bytes = bytes.subspan(take);
-        if (filled_ < need_)
-            return {};  // a partial read: wait for more
-        if (auto ok = complete_held(sink); !ok)
-            return ok;
-    }
-    return {};
+    Pieces pieces{*this, sink};
+    return reader_.feed(bytes, pieces);
 }
 
 std::span<std::uint8_t> StreamDecoder::direct_target(std::size_t min_direct) {
-    if (phase_ == Phase::PutPayload && need_ - filled_ >= min_direct)
-        return put_dest_.subspan(filled_);
-    if (phase_ != Phase::Payload || need_ - filled_ < min_direct)
+    if (phase_ != Phase::Payload && phase_ != Phase::PutPayload)
         return {};
-    reserve_held();
-    return {held_.get() + filled_, need_ - filled_};
+    return reader_.direct_target(min_direct);
 }
 
 Result<void> StreamDecoder::commit_direct(std::size_t n, StreamSink& sink) {
-    if ((phase_ != Phase::Payload && phase_ != Phase::PutPayload) || n > need_ - filled_)
+    if (phase_ != Phase::Payload && phase_ != Phase::PutPayload)
         return fail(ErrorCode::InvalidState, "direct read outside a payload");
-    filled_ += n;
-    if (filled_ < need_)
-        return {};
-    return phase_ == Phase::PutPayload ? put_done(sink) : complete_held(sink);
+    Pieces pieces{*this, sink};
+    return reader_.commit_direct(n, pieces);
 }
 
 }  // namespace btl::drtcp::core

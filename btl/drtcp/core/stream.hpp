@@ -12,16 +12,18 @@
 // arrives split across reads, sized to the largest such frame; a frame
 // wholly inside one read is handed out in place). For a large payload split across reads the
 // adapter may read straight into the held buffer (direct_target/commit_direct), so such a payload
-// is copied once, by the kernel. A length above max_frame, a bad sync byte or a HELLO the sink
+// is copied once, by the kernel. The cutting into pieces is the shared
+// PieceReader (plugin/common/core/piece_reader.hpp); this class is the
+// phases and the wire format. A length above max_frame, a bad sync byte or a HELLO the sink
 // (or REPLY or CONFIRM) the sink refuses fails the stream for good: a byte stream cannot be
 // resynchronised, so the adapter closes the connection.
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string_view>
 
+#include "piece_reader.hpp"
 #include "result.hpp"
 #include "wire.hpp"
 
@@ -82,34 +84,22 @@ class StreamDecoder {
 
     [[nodiscard]] Phase phase() const noexcept { return phase_; }
     // Bytes still missing from the message being assembled.
-    [[nodiscard]] std::size_t want() const noexcept { return need_ - filled_; }
+    [[nodiscard]] std::size_t want() const noexcept { return reader_.want(); }
     // Bytes held for a message that arrived in pieces.
-    [[nodiscard]] std::size_t held() const noexcept { return filled_; }
+    [[nodiscard]] std::size_t held() const noexcept { return reader_.held(); }
     [[nodiscard]] std::uint64_t frames() const noexcept { return frames_; }
 
   private:
-    Result<void> complete(std::span<std::uint8_t> message, StreamSink& sink);
-    [[nodiscard]] bool in_handshake() const noexcept {
-        return phase_ == Phase::Hello || phase_ == Phase::Reply || phase_ == Phase::Confirm;
-    }
-    Result<void> feed_handshake(std::span<std::uint8_t>& bytes, StreamSink& sink);
-    Result<void> complete_handshake(StreamSink& sink);
-    Result<void> complete_held(StreamSink& sink);
-    Result<void> put_done(StreamSink& sink);
+    struct Pieces;  // the reader's handler: the phases below
+    void next_header() noexcept;
     Result<void> failed(plugin::common::Error e);
-    void reserve_held();
 
     std::uint32_t max_frame_;
     Phase phase_;
-    std::size_t need_;                      // size of the message being assembled
-    std::size_t filled_ = 0;                // its bytes so far (only when split)
-    std::unique_ptr<std::uint8_t[]> held_;  // grown to the largest split message (<= max_frame)
-    std::size_t held_cap_ = 0;
-    std::uint8_t tag_ = 0;              // of the frame whose payload is expected
-    std::uint32_t put_len_ = 0;         // of the PUT whose header is expected
-    std::span<std::uint8_t> put_dest_;  // PutPayload: where the bytes go
+    plugin::common::PieceReader reader_;  // keeps its buffer (at most max_frame)
+    std::uint8_t tag_ = 0;                // of the frame whose payload is expected
+    std::uint32_t put_len_ = 0;           // of the PUT whose header is expected
     std::uint64_t frames_ = 0;
-    std::uint8_t hs_[kMaxHandshakeSize] = {};  // the handshake message being assembled
 };
 
 std::string_view to_string(StreamDecoder::Phase p) noexcept;

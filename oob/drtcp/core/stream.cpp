@@ -1,126 +1,108 @@
 #include "stream.hpp"
 
-#include <algorithm>
-#include <array>
-
 namespace oob::drtcp::core {
 
 using plugin::common::ErrorCode;
 using plugin::common::fail;
 
-std::size_t StreamDecoder::need() const noexcept {
-    switch (phase_) {
-        case Phase::Handshake:
-            return kHandshakeSize;
-        case Phase::Header:
-            return kHeaderSize;
-        case Phase::Payload:
-            return header_.nbytes;
-        case Phase::Closed:
-        case Phase::Failed:
-            return 0;
-    }
-    return 0;
+namespace {
+constexpr std::size_t kKeepHeld = 64 * 1024;  // a larger split payload's buffer is not kept
+}  // namespace
+
+StreamDecoder::StreamDecoder(std::uint32_t max_nbytes) noexcept
+    : max_nbytes_(max_nbytes), reader_(kKeepHeld) {
+    reader_.expect(kHandshakeSize, kHandshakePrefix);
 }
 
 Result<void> StreamDecoder::failed(plugin::common::Error e) {
     phase_ = Phase::Failed;
-    held_.clear();
-    held_.shrink_to_fit();
+    reader_.stop();
     return fail(e);
 }
 
-Result<void> StreamDecoder::feed(std::span<const std::uint8_t> bytes, StreamSink& sink) {
-    while (!bytes.empty()) {
-        if (phase_ == Phase::Failed)
-            return fail(ErrorCode::InvalidArgument, "stream already failed");
-        if (phase_ == Phase::Closed)
-            return failed({ErrorCode::BadLength, "bytes after BYE"});
-        const std::size_t want = need() - held_.size();
-        if (held_.empty() && bytes.size() >= want) {
-            // Whole in this read: handed out in place.
-            auto r = complete(bytes.first(want), sink);
-            if (!r)
-                return r;
-            bytes = bytes.subspan(want);
-            continue;
-        }
-        const std::size_t take = std::min(want, bytes.size());
-        if (phase_ == Phase::Handshake && held_.size() < kHandshakePrefix &&
-            held_.size() + take >= kHandshakePrefix) {
-            // A handshake that starts wrong is refused at once, not when
-            // (or if) its 76 bytes have arrived.
-            std::array<std::uint8_t, kHandshakePrefix> prefix{};
-            std::copy(held_.begin(), held_.end(), prefix.begin());
-            std::copy_n(bytes.begin(), kHandshakePrefix - held_.size(),
-                        prefix.begin() + static_cast<std::ptrdiff_t>(held_.size()));
-            if (auto p = check_handshake_prefix(prefix); !p)
-                return failed(p.error());
-        }
-        if (held_.empty())
-            held_.reserve(need());
-        held_.insert(held_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(take));
-        bytes = bytes.subspan(take);
-        if (held_.size() == need()) {
-            std::vector<std::uint8_t> piece;
-            piece.swap(held_);
-            auto r = complete(piece, sink);
-            if (!r)
-                return r;
-            if (held_.capacity() == 0 && piece.capacity() <= 64 * 1024) {
-                piece.clear();
-                held_.swap(piece);  // keep a small buffer for the next split piece
-            }
-        }
-    }
-    return {};
-}
+// Each piece the reader cuts: act on it in the current phase and say what
+// comes next.
+struct StreamDecoder::Pieces {
+    StreamDecoder& d;
+    StreamSink& sink;
 
-Result<void> StreamDecoder::complete(std::span<const std::uint8_t> piece, StreamSink& sink) {
-    switch (phase_) {
-        case Phase::Handshake: {
-            auto f = decode_handshake(piece);
-            if (!f)
-                return failed(f.error());
-            switch (sink.on_handshake(*f)) {
-                case StreamSink::HsStep::More:
-                    return {};
-                case StreamSink::HsStep::Open:
-                    phase_ = Phase::Header;
-                    return {};
-                case StreamSink::HsStep::Refuse:
-                    break;
-            }
-            return failed({ErrorCode::UnknownPeer, "handshake refused"});
-        }
-        case Phase::Header: {
-            auto h = decode_header(piece, max_nbytes_);
-            if (!h)
-                return failed(h.error());
-            if (h->kind == Kind::Bye) {
-                phase_ = Phase::Closed;
-                sink.on_bye();
-                return {};
-            }
-            header_ = *h;
-            if (header_.nbytes > 0) {
-                phase_ = Phase::Payload;
-                return {};
-            }
-            ++messages_;
-            sink.on_message(header_, {});
-            return {};
-        }
-        case Phase::Payload:
-            phase_ = Phase::Header;
-            ++messages_;
-            sink.on_message(header_, piece);
-            return {};
-        case Phase::Closed:
-        case Phase::Failed:
-            break;
+    Result<void> on_excess() {
+        if (d.phase_ == Phase::Closed)
+            return d.failed({ErrorCode::BadLength, "bytes after BYE"});
+        return fail(ErrorCode::InvalidArgument, "stream already failed");
     }
-    return failed({ErrorCode::Internal, "decoder in a final phase"});
+
+    // A handshake that starts wrong is refused at once, not when (or if)
+    // its 76 bytes have arrived.
+    Result<void> on_prefix(std::span<const std::uint8_t> prefix) {
+        if (auto p = check_handshake_prefix(prefix); !p)
+            return d.failed(p.error());
+        return {};
+    }
+
+    Result<void> on_piece(std::span<const std::uint8_t> piece) {
+        switch (d.phase_) {
+            case Phase::Handshake:
+                return handshake(piece);
+            case Phase::Header:
+                return header(piece);
+            case Phase::Payload:
+                d.phase_ = Phase::Header;
+                d.reader_.expect(kHeaderSize);
+                ++d.messages_;
+                sink.on_message(d.header_, piece);
+                return {};
+            case Phase::Closed:
+            case Phase::Failed:
+                break;
+        }
+        return d.failed({ErrorCode::Internal, "decoder in a final phase"});
+    }
+
+    Result<void> handshake(std::span<const std::uint8_t> piece) {
+        auto f = decode_handshake(piece);
+        if (!f)
+            return d.failed(f.error());
+        switch (sink.on_handshake(*f)) {
+            case StreamSink::HsStep::More:
+                d.reader_.expect(kHandshakeSize, kHandshakePrefix);
+                return {};
+            case StreamSink::HsStep::Open:
+                d.phase_ = Phase::Header;
+                d.reader_.expect(kHeaderSize);
+                return {};
+            case StreamSink::HsStep::Refuse:
+                break;
+        }
+        return d.failed({ErrorCode::UnknownPeer, "handshake refused"});
+    }
+
+    Result<void> header(std::span<const std::uint8_t> piece) {
+        auto h = decode_header(piece, d.max_nbytes_);
+        if (!h)
+            return d.failed(h.error());
+        if (h->kind == Kind::Bye) {
+            d.phase_ = Phase::Closed;
+            d.reader_.stop();
+            sink.on_bye();
+            return {};
+        }
+        d.header_ = *h;
+        if (d.header_.nbytes > 0) {
+            d.phase_ = Phase::Payload;
+            d.reader_.expect(d.header_.nbytes);
+            return {};
+        }
+        d.reader_.expect(kHeaderSize);
+        ++d.messages_;
+        sink.on_message(d.header_, {});
+        return {};
+    }
+};
+
+Result<void> StreamDecoder::feed(std::span<const std::uint8_t> bytes, StreamSink& sink) {
+    Pieces pieces{*this, sink};
+    return reader_.feed(bytes, pieces);
 }
 
 }  // namespace oob::drtcp::core

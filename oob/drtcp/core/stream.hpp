@@ -4,9 +4,11 @@
 // bytes checked as soon as they arrive) until the sink says the handshake is
 // complete, then one message at a time, header first and the payload once
 // it is whole (its size comes from the header and is bounded by the
-// receiver's maximum, so an absurd length is a protocol error, never an allocation). A message
-// wholly inside one read is handed out in place; one split across reads is assembled in a buffer of
-// at most kHeaderSize + max_nbytes bytes.
+// receiver's maximum, so an absurd length is a protocol error, never an
+// allocation). The cutting into pieces is the shared PieceReader
+// (plugin/common/core/piece_reader.hpp): a piece wholly inside one read is
+// handed out in place, one split across reads is assembled in a buffer of at
+// most max_nbytes bytes, kept for the next one only up to 64 KiB.
 //
 // After a protocol error or a refused handshake the decoder is Failed for
 // good and consumes nothing more: the adapter closes the connection.
@@ -15,8 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <vector>
 
+#include "piece_reader.hpp"
 #include "result.hpp"
 #include "wire.hpp"
 
@@ -39,26 +41,24 @@ class StreamDecoder {
   public:
     enum class Phase : std::uint8_t { Handshake, Header, Payload, Closed, Failed };
 
-    explicit StreamDecoder(std::uint32_t max_nbytes) noexcept : max_nbytes_(max_nbytes) {}
+    explicit StreamDecoder(std::uint32_t max_nbytes) noexcept;
 
     // Consumes all of `bytes`, calling the sink for everything complete.
     Result<void> feed(std::span<const std::uint8_t> bytes, StreamSink& sink);
 
     [[nodiscard]] Phase phase() const noexcept { return phase_; }
     // Bytes held for a piece that arrived split.
-    [[nodiscard]] std::size_t held() const noexcept { return held_.size(); }
+    [[nodiscard]] std::size_t held() const noexcept { return reader_.held(); }
     [[nodiscard]] std::uint64_t messages() const noexcept { return messages_; }
 
   private:
-    // Size of the piece the current phase waits for.
-    [[nodiscard]] std::size_t need() const noexcept;
-    Result<void> complete(std::span<const std::uint8_t> piece, StreamSink& sink);
+    struct Pieces;  // the reader's handler: the phases below
     Result<void> failed(plugin::common::Error e);
 
     std::uint32_t max_nbytes_;
     Phase phase_ = Phase::Handshake;
-    Header header_;                   // of the message whose payload is awaited
-    std::vector<std::uint8_t> held_;  // a split piece so far
+    Header header_;  // of the message whose payload is awaited
+    plugin::common::ConstPieceReader reader_;
     std::uint64_t messages_ = 0;
 };
 
