@@ -1,5 +1,7 @@
 #include "unix_socket.hpp"
 
+#include "stream_io.hpp"
+
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -114,9 +116,7 @@ int unix_listen_privately(std::initializer_list<std::string> bases, const std::s
 }
 
 void unix_unlisten(int& fd, const std::string& path, const std::string& dir) {
-    if (fd >= 0)
-        close(fd);
-    fd = -1;
+    close_fd(fd);
     unlink(path.c_str());
     rmdir(dir.c_str());
 }
