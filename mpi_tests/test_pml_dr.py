@@ -141,3 +141,42 @@ def test_unexpected_memory_is_bounded(mpi, btl):
 def test_collective_components(mpi, coll):
     """Collectives of coll basic, tuned and libnbc (the Ibcast/Iallreduce subtests) over dr."""
     expect(mpi.run("p2p_semantics", np=4, mca=dr("self,vader,tcp", coll=coll), args=[16]), "p2p ok")
+
+
+def local_counts(text: str) -> list[dict[str, int]]:
+    """What each process's pml_dr_stats says of trusted local paths."""
+    import re
+
+    rx = r"\[pml:dr\] local \S+: local_sent=(\d+) local_received=(\d+) untrusted_local=(\d+)"
+    return [dict(zip(("sent", "received", "untrusted"), map(int, m)))
+            for m in re.findall(rx, text)]
+
+
+@pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["self,vader", "self,vader,tcp"])
+def test_small_messages_to_peers_on_the_node_go_as_local_match(mpi, btl):
+    """At defaults, small messages between ranks of one node take the trusted
+    local path (README "Trusted local paths"), also with tcp loaded (the BML
+    keeps only vader for a peer on the node); pml_dr_trust_local=0 sends none."""
+    on = mpi.run("p2p_semantics", np=2, args=[8], mca=dr(btl, pml_dr_stats=1))
+    expect(on, "p2p ok")
+    counts = local_counts(on.stdout + on.stderr)
+    assert len(counts) == 2, on
+    assert all(c["sent"] > 10 and c["received"] > 10 and c["untrusted"] == 0 for c in counts), counts
+    assert sum(c["sent"] for c in counts) == sum(c["received"] for c in counts), counts
+
+    off = mpi.run("p2p_semantics", np=2, args=[8],
+                  mca=dr(btl, pml_dr_stats=1, pml_dr_trust_local=0))
+    expect(off, "p2p ok")
+    counts = local_counts(off.stdout + off.stderr)
+    assert len(counts) == 2, off
+    assert all(c["sent"] == 0 and c["received"] == 0 for c in counts), counts
+
+
+@pytest.mark.mpi_timeout(180)
+@pytest.mark.parametrize("np", [2, 4])
+def test_p2p_semantics_with_the_full_protocol_on_memory_paths(mpi, np):
+    """pml_dr_trust_local=0: sequence numbers, ACKs and kept copies over vader too
+    (the protocol every other BTL gets), by the same programs."""
+    expect(mpi.run("p2p_semantics", np=np, args=[32],
+                   mca=dr("self,vader", pml_dr_trust_local=0)), "p2p ok")

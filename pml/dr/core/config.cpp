@@ -25,6 +25,7 @@ RawParams default_params() noexcept {
     p.peer_dead_timeout_ms = 300000;  // a compute phase outside MPI may last that long
     p.unexpected_limit = 256 * 1024 * 1024;
     p.window = 256;
+    p.trust_local = true;
     return p;
 }
 
@@ -64,6 +65,7 @@ std::string validate(const RawParams& raw, Config& out) {
     if (raw.window < 64 || raw.window > 4096 || (raw.window & (raw.window - 1)) != 0)
         return "pml_dr_window must be a power of two in 64..4096";
     c.window = raw.window;
+    c.trust_local = raw.trust_local;
     c.stats = raw.stats;
     if (!is_probability(raw.fault_drop) || !is_probability(raw.fault_corrupt) ||
         !is_probability(raw.fault_dup))

@@ -29,6 +29,7 @@ struct RawParams {
     unsigned peer_dead_timeout_ms = 0;
     std::size_t unexpected_limit = 0;  // bytes of unexpected eager data held per process
     unsigned window = 0;               // frames per peer not yet acknowledged
+    bool trust_local = false;          // compact protocol on memory paths (trust.hpp)
     bool stats = false;
     double fault_drop = 0.0;
     double fault_corrupt = 0.0;
@@ -55,6 +56,8 @@ struct Config {
     plugin::common::Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
     std::size_t unexpected_limit = 256 * 1024 * 1024;
     unsigned window = 256;
+    // Peers reached only through memory get the compact protocol (trust.hpp).
+    bool trust_local = true;
     bool stats = false;
     double fault_drop = 0.0;
     double fault_corrupt = 0.0;

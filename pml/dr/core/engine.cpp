@@ -67,6 +67,13 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
     parked_.erase(keep, parked_.end());
     for (Parked& p : replay) {
         parked_bytes_ -= p.frame.size();
+        if (p.local) {  // counted when it arrived; its sender is checked now
+            const std::span<const std::uint8_t> f(p.frame);
+            if (auto h = decode_local_match(f))
+                on_local_match(*h, f.first(kLocalMatchHeaderSize),
+                               f.subspan(kLocalMatchHeaderSize), sink, p.path);
+            continue;
+        }
         // Counted in frames/bytes when it arrived; dispatch counts it again.
         // The gate admitted it then: a second look would call it a duplicate.
         --rx_.frames;
@@ -381,21 +388,87 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     }
 }
 
+void Engine::park(std::uint32_t cid, std::uint64_t path, std::span<const std::uint8_t> head,
+                  std::span<const std::uint8_t> tail, bool local) {
+    const std::size_t bytes = head.size() + tail.size();
+    if (parked_bytes_ + bytes > config_.unexpected_limit) {
+        ++rx_.dropped_unknown_comm;
+        logf(log_, LogLevel::Warn, "dropped message for unknown communicator %u (limit reached)",
+             cid);
+        return;
+    }
+    ++rx_.pending_unknown_comm;
+    parked_bytes_ += bytes;
+    Parked p{cid, path, {head.begin(), head.end()}, local};
+    p.frame.insert(p.frame.end(), tail.begin(), tail.end());
+    parked_.push_back(std::move(p));
+}
+
+void Engine::set_trust(PeerId peer, LocalTrust trust) {
+    if (peer >= peers_.size())
+        return;
+    if (trust_.size() < peers_.size())
+        trust_.resize(peers_.size(), LocalTrust::None);
+    trust_[peer] = trust;
+}
+
+void Engine::on_local_frame(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload, EngineSink& sink,
+                            std::uint64_t path, bool path_trusted) {
+    ++rx_.frames;
+    rx_.bytes += header.size() + payload.size();
+    if (payload.empty()) {  // one segment: the payload follows the header
+        payload = header.size() > kLocalMatchHeaderSize ? header.subspan(kLocalMatchHeaderSize)
+                                                         : std::span<const std::uint8_t>{};
+    } else if (header.size() != kLocalMatchHeaderSize) {
+        ++rx_.decode_errors;
+        logf(log_, LogLevel::Debug, "dropped LOCAL_MATCH: a %zu-byte header segment",
+             header.size());
+        return;
+    }
+    auto h = decode_local_match(header);
+    if (!h) {
+        count_decode_error(h.error());
+        return;
+    }
+    if (!path_trusted) {
+        ++rx_.untrusted_local;
+        logf(log_, LogLevel::Debug, "dropped LOCAL_MATCH: it came on a path we do not trust");
+        return;
+    }
+    on_local_match(*h, header.first(kLocalMatchHeaderSize), payload, sink, path);
+}
+
+void Engine::on_local_match(const LocalMatchHdr& h, std::span<const std::uint8_t> header,
+                            std::span<const std::uint8_t> payload, EngineSink& sink,
+                            std::uint64_t path) {
+    Comm* c = find_comm(h.cid);
+    if (c == nullptr) {
+        park(h.cid, path, header, payload, true);
+        return;
+    }
+    if (h.src_rank < 0 || static_cast<std::size_t>(h.src_rank) >= c->remote.size()) {
+        ++rx_.bad_rank;
+        logf(log_, LogLevel::Debug, "dropped LOCAL_MATCH: rank %d outside communicator %u",
+             h.src_rank, h.cid);
+        return;
+    }
+    const PeerId peer = c->remote[static_cast<std::size_t>(h.src_rank)];
+    if (!accepts_local(peer)) {
+        ++rx_.untrusted_local;
+        logf(log_, LogLevel::Debug, "dropped LOCAL_MATCH: peer %u is not reached through memory only", peer);
+        return;
+    }
+    ++rx_.local_frames;
+    arrive(*c, peer, match_fields_of(h, payload.size()), nullptr, 0, payload, sink, path);
+}
+
 void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv,
                               std::uint16_t flags, std::span<const std::uint8_t> payload,
                               std::span<const std::uint8_t> frame, EngineSink& sink,
                               std::uint64_t path) {
     Comm* found = find_comm(m.cid);
     if (found == nullptr) {
-        if (parked_bytes_ + frame.size() > config_.unexpected_limit) {
-            ++rx_.dropped_unknown_comm;
-            logf(log_, LogLevel::Warn,
-                 "dropped message for unknown communicator %u (limit reached)", m.cid);
-            return;
-        }
-        ++rx_.pending_unknown_comm;
-        parked_bytes_ += frame.size();
-        parked_.push_back(Parked{m.cid, path, {frame.begin(), frame.end()}});
+        park(m.cid, path, frame, {}, false);
         return;
     }
     Comm& comm = *found;
@@ -407,6 +480,12 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
              m.src_rank, m.cid, comm.remote.size(), peer);
         return;
     }
+    arrive(comm, peer, m, rndv, flags, payload, sink, path);
+}
+
+void Engine::arrive(Comm& comm, PeerId peer, const MatchFields& m, const RndvHdr* rndv,
+                    std::uint16_t flags, std::span<const std::uint8_t> payload, EngineSink& sink,
+                    std::uint64_t path) {
     MessageInfo info;
     info.peer = peer;
     info.src = m.src_rank;

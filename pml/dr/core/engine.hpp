@@ -19,7 +19,9 @@
 #include "matching.hpp"
 #include "proc_name.hpp"
 #include "request_table.hpp"
+#include "trust.hpp"
 #include "wire.hpp"
+#include "wire_local.hpp"
 
 namespace pml::dr::core {
 
@@ -113,6 +115,8 @@ struct RxCounters {
     std::uint64_t bad_credit = 0;            // CREDIT releasing more than we ever sent
     std::uint64_t over_limit = 0;            // sender ignored flow control; store full
     std::uint64_t not_admitted = 0;          // the gate refused it (duplicate, outside window)
+    std::uint64_t local_frames = 0;          // LOCAL_MATCH frames passed to matching
+    std::uint64_t untrusted_local = 0;       // LOCAL_MATCH on a path or from a peer not memory-only
 };
 
 // Eager flow control, per peer. A sender may have at most eager_window()
@@ -160,6 +164,16 @@ class Engine {
     [[nodiscard]] bool source_dead(std::uint32_t cid, std::int32_t src) const noexcept {
         return dead_count_ != 0 && source_dead_slow(cid, src);
     }
+    // Trusted local paths (trust.hpp): whether `peer` is reached only through
+    // memory (its LOCAL_MATCH frames are taken) and whether ours to it go as
+    // LOCAL_MATCH. Decided once per peer; None for unknown peers.
+    void set_trust(PeerId peer, LocalTrust trust);
+    [[nodiscard]] bool accepts_local(PeerId peer) const noexcept {
+        return peer < trust_.size() && trust_[peer] != LocalTrust::None;
+    }
+    [[nodiscard]] bool sends_local(PeerId peer) const noexcept {
+        return peer < trust_.size() && trust_[peer] == LocalTrust::AcceptAndSend;
+    }
     // The reliability layer (nullptr: none; every frame is processed, ACKs ignored).
     void set_gate(FrameGate* gate) noexcept { gate_ = gate; }
     [[nodiscard]] const PeerName* peer_name(PeerId id) const noexcept;
@@ -200,6 +214,15 @@ class Engine {
     // --- arriving frames (one BTL segment, header + payload contiguous).
     // path: the glue's opaque id of the BTL the frame came on.
     void on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path = 0);
+    // A LOCAL_MATCH (wire_local.hpp) as the BTL handed it over: one segment
+    // (`header` is the whole frame, `payload` empty) or two (`header` the
+    // 16-byte header, `payload` the rest).
+    // path_trusted: the glue trusts the BTL it came on. The sender is the
+    // peer at src_rank of communicator cid, which must be trusted as well;
+    // any other frame is refused and counted (untrusted_local).
+    void on_local_frame(std::span<const std::uint8_t> header,
+                        std::span<const std::uint8_t> payload, EngineSink& sink,
+                        std::uint64_t path, bool path_trusted);
 
     [[nodiscard]] const RxCounters& rx() const noexcept { return rx_; }
     [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_; }
@@ -230,6 +253,7 @@ class Engine {
         std::uint32_t cid;
         std::uint64_t path;
         std::vector<std::uint8_t> frame;
+        bool local = false;  // a LOCAL_MATCH (header and payload in `frame`)
     };
 
     // The common case in one pass: an intact MATCH from a known peer, checked
@@ -246,10 +270,25 @@ class Engine {
         auto it = peer_ids_.find(name);
         return it != peer_ids_.end() ? &it->second : nullptr;
     }
+    // `frame` is what is parked when the communicator is not there yet.
     void on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv,
                           std::uint16_t flags, std::span<const std::uint8_t> payload,
                           std::span<const std::uint8_t> frame, EngineSink& sink,
                           std::uint64_t path);
+    // A MATCH or RNDV from `peer`, checked to be rank m.src_rank of `comm`:
+    // matched, queued as unexpected, or dropped over the store's limit.
+    void arrive(Comm& comm, PeerId peer, const MatchFields& m, const RndvHdr* rndv,
+                std::uint16_t flags, std::span<const std::uint8_t> payload, EngineSink& sink,
+                std::uint64_t path);
+    // Keeps a frame (`head` then `tail`) for communicator `cid`, which this
+    // process has not created yet, up to unexpected_limit bytes.
+    void park(std::uint32_t cid, std::uint64_t path, std::span<const std::uint8_t> head,
+              std::span<const std::uint8_t> tail, bool local);
+    // A decoded LOCAL_MATCH from a trusted path: its sender checked, then
+    // matched (or parked until its communicator exists).
+    void on_local_match(const LocalMatchHdr& h, std::span<const std::uint8_t> header,
+                        std::span<const std::uint8_t> payload, EngineSink& sink,
+                        std::uint64_t path);
     // on_frame; gated false for frames the gate already admitted (parked ones).
     void dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
                   bool gated);
@@ -263,7 +302,8 @@ class Engine {
     Config config_;
     plugin::common::LogSink& log_;
     std::vector<PeerName> peers_;
-    std::vector<std::uint8_t> dead_;  // by PeerId: fail_peer() was called (1)
+    std::vector<std::uint8_t> dead_;     // by PeerId: fail_peer() was called (1)
+    std::vector<LocalTrust> trust_;      // by PeerId: set_trust
     std::size_t dead_count_ = 0;
     PeerName local_{};
     bool has_local_ = false;

@@ -109,6 +109,8 @@ enum class FrameType : std::uint8_t {
     Probe = 9,
     ProbeAck = 10,
     Bye = 11,
+    // 12 is LOCAL_MATCH (wire_local.hpp): not a common-header frame, it never
+    // comes through this codec.
 };
 std::string_view to_string(FrameType t) noexcept;
 

@@ -1,5 +1,6 @@
 // The PML module: the function table Open MPI calls, process and
 // communicator bookkeeping, progress.
+#include "local_path.hpp"
 #include "pml.hpp"
 #include "reliability.hpp"
 #include "standby.hpp"
@@ -108,6 +109,9 @@ int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
     State& s = state();
     if (!s.callbacks_registered) {
         rc = mca_bml.bml_register(kBtlTag, btl_recv, nullptr);
+        if (rc != OMPI_SUCCESS)
+            return rc;
+        rc = mca_bml.bml_register(kLocalTag, local_recv, nullptr);
         if (rc != OMPI_SUCCESS)
             return rc;
         rc = mca_bml.bml_register_error(btl_error);

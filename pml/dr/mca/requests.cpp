@@ -1,6 +1,7 @@
 // Request objects: allocation, the free/cancel hooks Open MPI calls, and the
 // two completions (MPI-level for the application, PML-level for our
 // resources).
+#include "local_path.hpp"
 #include "pml.hpp"
 #include "reliability.hpp"
 
@@ -332,6 +333,7 @@ core::PeerId peer_for(ompi_proc_t* proc) {
         s.proc_of_peer.resize(id + 1, nullptr);
     s.proc_of_peer[id] = proc;
     reliability_add_peer(id, proc);
+    local_add_peer(id, proc);
     return id;
 }
 

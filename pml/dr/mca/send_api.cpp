@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "crc32c.hpp"
+#include "local_path.hpp"
 #include "pml.hpp"
 #include "reliability.hpp"
 
@@ -70,6 +71,9 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (core::kMatchHeaderSize + type_size * count > eager_cap(peer) ||
         type_size * count > state().config.eager_limit)
         return OMPI_ERR_NOT_AVAILABLE;
+    if (state().engine->sends_local(peer) &&
+        local_send(buf, count, dt, dst, tag, comm, proc, peer, *matcher, bb) == OMPI_SUCCESS)
+        return OMPI_SUCCESS;
 
     // Packed straight into the copy the reliability layer keeps: a plain
     // copy for contiguous data between same-architecture processes, the

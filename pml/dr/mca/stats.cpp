@@ -4,6 +4,7 @@
 // demo's summary, the MPI tests) can add them up.
 #include <string>
 
+#include "local_path.hpp"
 #include "pml.hpp"
 #include "reliability.hpp"
 
@@ -37,6 +38,11 @@ void print_rx_stats() noexcept {
         static_cast<unsigned long long>(rx.dropped_unknown_comm),
         static_cast<unsigned long long>(rx.bad_credit), s.engine->held_peak(),
         static_cast<unsigned long long>(s.engine->eager_window()));
+    opal_output(0, "[pml:dr] local %s: local_sent=%llu local_received=%llu untrusted_local=%llu",
+                OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME),
+                static_cast<unsigned long long>(local_frames_sent()),
+                static_cast<unsigned long long>(rx.local_frames),
+                static_cast<unsigned long long>(rx.untrusted_local));
     const RputStats rp = rput_stats();
     opal_output(
         0,

@@ -1,0 +1,128 @@
+#include "local_path.hpp"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "pml.hpp"
+#include "trust.hpp"
+#include "wire_local.hpp"
+
+namespace pml::dr::mca {
+namespace {
+
+struct LocalPaths {
+    // The BTL modules whose LOCAL_MATCH frames are taken: those that carry
+    // the paths of a peer reached only through memory (self, vader).
+    std::array<const mca_btl_base_module_t*, 4> btls{};
+    std::size_t nbtls = 0;
+    std::uint64_t sent = 0;
+};
+LocalPaths g_local;
+
+bool btl_trusted(const mca_btl_base_module_t* btl) noexcept {
+    const auto end = g_local.btls.begin() + static_cast<std::ptrdiff_t>(g_local.nbtls);
+    return std::find(g_local.btls.begin(), end, btl) != end;
+}
+
+void trust_btl(const mca_btl_base_module_t* btl) noexcept {
+    if (!btl_trusted(btl) && g_local.nbtls < g_local.btls.size())
+        g_local.btls[g_local.nbtls++] = btl;
+}
+
+std::span<const std::uint8_t> bytes_of(const mca_btl_base_segment_t& s) noexcept {
+    return {static_cast<const std::uint8_t*>(s.seg_addr.pval), s.seg_len};
+}
+
+}  // namespace
+
+void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept {
+    mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
+    if (ep == nullptr)
+        return;
+    std::vector<core::PathMedium> media;
+    std::vector<const mca_btl_base_module_t*> btls;
+    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
+        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < n; ++i) {
+            const mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
+            media.push_back(core::medium_of_btl(btl_name(btl)));
+            btls.push_back(btl);
+        }
+    }
+    core::LocalTrust trust = core::local_trust(state().config, media);
+    if (trust != core::LocalTrust::None) {
+        for (const mca_btl_base_module_t* btl : btls)
+            trust_btl(btl);
+        // A table full of other memory BTLs (never seen: Open MPI loads self
+        // and one shared-memory BTL) leaves the peer on the full protocol.
+        if (!std::all_of(btls.begin(), btls.end(), btl_trusted))
+            trust = core::LocalTrust::None;
+    }
+    state().engine->set_trust(peer, trust);
+}
+
+int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst, int tag,
+               ompi_communicator_t* comm, ompi_proc_t* proc, core::PeerId peer,
+               core::CommMatcher& matcher, mca_bml_base_btl_t* bb) noexcept {
+    mca_btl_base_module_t* btl = bb->btl;
+    if (btl->btl_sendi == nullptr)
+        return OMPI_ERR_NOT_AVAILABLE;
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    std::size_t size = 0;
+    if (count > 0) {
+        opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &dt->super, count,
+                                                 buf, 0, &conv);
+        opal_convertor_get_packed_size(&conv, &size);
+    }
+    core::Engine& eng = *state().engine;
+    int rc = OMPI_ERR_NOT_AVAILABLE;
+    if (core::kLocalMatchHeaderSize + size <= btl->btl_eager_limit &&
+        eng.try_charge_eager(peer, size)) {
+        core::LocalMatchHdr h;
+        h.cid = comm->c_contextid;
+        h.src_rank = comm->c_my_rank;
+        h.tag = tag;
+        h.msg_seq = matcher.next_send_seq(dst);
+        alignas(8) std::uint8_t hdr[core::kLocalMatchHeaderSize];
+        core::encode_local_match(h, hdr);
+        rc = btl->btl_sendi(btl, bb->btl_endpoint, &conv, hdr, sizeof hdr, size, MCA_BTL_NO_ORDER,
+                            kFrameDesFlags, kLocalTag, nullptr);
+        if (rc == OMPI_SUCCESS) {
+            ++g_local.sent;
+        } else {
+            matcher.undo_send_seq(dst);
+            eng.uncharge_eager(peer, size);
+        }
+    }
+    OBJ_DESTRUCT(&conv);
+    return rc;
+}
+
+void local_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des,
+                void*) noexcept {
+    const mca_btl_base_segment_t* seg = des->des_segments;
+    Guard g;
+    core::Engine& eng = *state().engine;
+    const bool trusted = btl_trusted(btl);
+    if (des->des_segment_count == 1 || des->des_segment_count == 2) {
+        eng.on_local_frame(bytes_of(seg[0]),
+                           des->des_segment_count == 2 ? bytes_of(seg[1])
+                                                       : std::span<const std::uint8_t>{},
+                           engine_sink(), path_of(btl), trusted);
+        return;
+    }
+    std::vector<std::uint8_t> frame;  // not seen from self or vader: gathered
+    for (std::size_t i = 0; i < des->des_segment_count; ++i) {
+        const auto b = bytes_of(seg[i]);
+        frame.insert(frame.end(), b.begin(), b.end());
+    }
+    eng.on_local_frame(frame, {}, engine_sink(), path_of(btl), trusted);
+}
+
+std::uint64_t local_frames_sent() noexcept {
+    return g_local.sent;
+}
+
+}  // namespace pml::dr::mca
