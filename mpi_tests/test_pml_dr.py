@@ -147,8 +147,9 @@ def local_counts(text: str) -> list[dict[str, int]]:
     """What each process's pml_dr_stats says of trusted local paths."""
     import re
 
-    rx = r"\[pml:dr\] local \S+: local_sent=(\d+) local_received=(\d+) untrusted_local=(\d+)"
-    return [dict(zip(("sent", "received", "untrusted"), map(int, m)))
+    rx = (r"\[pml:dr\] local \[\[\d+,\d+\],(\d+)\]: local_sent=(\d+) local_received=(\d+) "
+          r"untrusted_local=(\d+)")
+    return [dict(zip(("rank", "sent", "received", "untrusted"), map(int, m)))
             for m in re.findall(rx, text)]
 
 
@@ -180,3 +181,19 @@ def test_p2p_semantics_with_the_full_protocol_on_memory_paths(mpi, np):
     (the protocol every other BTL gets), by the same programs."""
     expect(mpi.run("p2p_semantics", np=np, args=[32],
                    mca=dr("self,vader", pml_dr_trust_local=0)), "p2p ok")
+
+
+@pytest.mark.mpi_timeout(120)
+def test_a_rank_that_does_not_trust_gets_the_full_protocol_both_ways(mpi, programs):
+    """pml_dr_trust_local=0 on rank 1 alone (or a fault injected on its side
+    only): each process publishes whether it sends LOCAL_MATCH, and none goes
+    between the two ranks in either direction; rank 0's messages to itself
+    still do."""
+    prog = str(programs.get("p2p_semantics"))
+    argv = [prog, "8", ":", "-np", "1", "-x", "OMPI_MCA_pml_dr_trust_local=0", prog, "8"]
+    result = mpi.run(argv, np=1, mca=dr("self,vader", pml_dr_stats=1))
+    expect(result, "p2p ok")
+    counts = {c["rank"]: c for c in local_counts(result.stdout + result.stderr)}
+    assert sorted(counts) == [0, 1], result
+    assert counts[1]["sent"] == 0 and counts[1]["received"] == 0, counts
+    assert counts[0]["sent"] == counts[0]["received"], counts  # to itself only

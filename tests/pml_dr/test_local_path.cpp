@@ -262,6 +262,16 @@ TEST_F(LocalEngine, TrustIsPerPeer) {
     EXPECT_FALSE(e.accepts_local(99));
 }
 
+TEST_F(LocalEngine, ADeadPeerIsTrustedNoMore) {
+    // Sends to it must fail through the full protocol, not vanish into its
+    // shared memory; its late frames are not taken.
+    e.fail_peer(p1);
+    EXPECT_FALSE(e.accepts_local(p1));
+    EXPECT_FALSE(e.sends_local(p1));
+    expect_refused(local_frame(kCid, 1, 5, 0, {}), {}, true, &RxCounters::untrusted_local);
+    EXPECT_TRUE(e.sends_local(p0));
+}
+
 TEST_F(LocalEngine, HostileBytesAreCountedOnce) {
     std::mt19937 rng(12345);
     std::uniform_int_distribution<int> byte(0, 255);

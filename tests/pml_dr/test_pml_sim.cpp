@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "channel.hpp"
+#include "channel_gate.hpp"
 #include "engine.hpp"
 #include "frame_util.hpp"
 #include "match_oracle.hpp"
@@ -66,7 +67,8 @@ struct NodeSink : EngineSink {
 
 // The lossy variant's stand-in for the glue: ChannelOutput towards the
 // network, FrameGate for the engine. Methods forward to SimRun.
-struct NodeGlue final : ChannelOutput, FrameGate {
+// The channel's outputs in the simulator (frames onto the network).
+struct NodeGlue final : ChannelOutput {
     SimRun* run = nullptr;
     int rank = 0;
     bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
@@ -78,14 +80,19 @@ struct NodeGlue final : ChannelOutput, FrameGate {
     void peer_dead(PeerId peer) override;
     void acked(PeerId peer, FrameToken token) override;
     void abandoned(PeerId peer, FrameToken token) override;
+};
+
+// The production wiring of engine and channel (ChannelGate), which also
+// tells the reference matcher of each first arrival it admits.
+class ObservedGate final : public ChannelGate {
+  public:
+    ObservedGate(ReliableChannel& ch, const Micros& clock, SimRun& run, int rank)
+        : ChannelGate(ch, clock), run_(run), rank_(rank) {}
     bool admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) override;
-    [[nodiscard]] bool fresh(PeerId peer, std::uint32_t seq) const override;
-    void on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) override;
-    void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) override;
-    void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
-    void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) override;
-    void on_bye(PeerId peer, std::uint64_t path) override;
-    void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
+
+  private:
+    SimRun& run_;
+    int rank_;
 };
 
 struct Node {
@@ -97,6 +104,8 @@ struct Node {
     // lossy variant
     NodeGlue glue;
     std::unique_ptr<ReliableChannel> ch;
+    Micros clock = 0;  // the gate's clock: the simulator's, set before each arrival
+    std::unique_ptr<ObservedGate> gate;
     std::map<FrameToken, std::vector<std::uint8_t>> store;  // frames kept until acked
     std::vector<std::deque<FrameToken>> backlog;            // per peer, window full
     std::set<PeerId> pumping;                               // peers inside pump()
@@ -258,15 +267,14 @@ class SimRun {
         ADD_FAILURE() << "rank " << rank << " declared peer " << peer
                       << " dead while link 0 still works";
     }
-    bool glue_admit(int rank, PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
+    // The gate admitted a first arrival: the reference matcher sees the
+    // MATCH being fed, if that is what it is.
+    void admitted(int rank) {
         Node& node = nodes_[static_cast<std::size_t>(rank)];
-        const Verdict v =
-            node.ch->on_sequenced(peer, path, c.frame_seq, c.ack_seq, sim_.now(), bytes, false);
-        if (v == Verdict::Deliver && node.arriving) {
+        if (node.arriving) {
             const MatchHdr& h = node.arriving->second;
             node.want = node.oracle->arrive(node.arriving->first, h.match.tag, h.match.msg_seq);
         }
-        return v == Verdict::Deliver;
     }
     ReliableChannel& channel_of(int rank) { return *nodes_[static_cast<std::size_t>(rank)].ch; }
     sim::Micros now() const { return sim_.now(); }
@@ -290,7 +298,8 @@ class SimRun {
             for (PathId link = 0; link < 2; ++link)
                 EXPECT_TRUE(node.ch->add_path(static_cast<PeerId>(peer), link));
         }
-        node.engine->set_gate(&node.glue);
+        node.gate = std::make_unique<ObservedGate>(*node.ch, node.clock, *this, r);
+        node.engine->set_gate(node.gate.get());
         sim_.add_engine(*node.ch);
     }
 
@@ -460,6 +469,7 @@ class SimRun {
                 if (const auto* h = std::get_if<MatchHdr>(&d->header))
                     node.arriving.emplace(src, *h);
             node.sink.events.clear();
+            node.clock = sim_.now();
             node.engine->on_frame(bytes, node.sink, link);
             const std::vector<Oracle::Event> none;
             ASSERT_EQ(node.sink.events, node.want ? *node.want : none)
@@ -625,35 +635,11 @@ void NodeGlue::acked(PeerId peer, FrameToken token) {
 void NodeGlue::abandoned(PeerId peer, FrameToken token) {
     run->glue_acked(rank, peer, token, false);
 }
-bool NodeGlue::admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
-    return run->glue_admit(rank, peer, path, c, bytes);
-}
-bool NodeGlue::fresh(PeerId peer, std::uint32_t seq) const {
-    return run->channel_of(rank).is_fresh(peer, seq);
-}
-void NodeGlue::on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) {
-    run->channel_of(rank).on_ack(
-        peer, path,
-        AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask, ack.ack_delay, ack.max_ack_delay},
-        run->now());
-}
-void NodeGlue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {
-    run->channel_of(rank).on_carried_ack(peer, path, ack_seq, run->now());
-}
-void NodeGlue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
-    run->channel_of(rank).on_nack(peer, path, seq, run->now());
-}
-void NodeGlue::on_bye(PeerId peer, std::uint64_t path) {
-    run->channel_of(rank).on_bye(peer, path, run->now());
-}
-void NodeGlue::on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) {
-    if (reply)
-        run->channel_of(rank).on_probe_ack(peer, path, id, run->now());
-    else
-        run->channel_of(rank).on_probe(peer, path, id, run->now());
-}
-void NodeGlue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
-    run->channel_of(rank).on_damaged(peer, path, seq, run->now());
+bool ObservedGate::admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
+    const bool first = ChannelGate::admit(peer, path, c, bytes);
+    if (first)
+        run_.admitted(rank_);
+    return first;
 }
 
 void NodeSink::on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) {

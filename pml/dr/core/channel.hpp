@@ -230,24 +230,25 @@ constexpr bool transition_allowed(FrameState from, FrameState to) noexcept {
 }
 
 struct ChannelParams {
-    unsigned window = 256;  // frames per peer in flight; power of two, 64..4096; both ends equal
+    // frames per peer in flight; power of two, 64..4096; both ends equal
+    unsigned window = defaults::kWindow;
     // Delivered frames that trigger an ACK frame at once (channel_params: a
     // quarter of the window). Over tcp an ACK frame costs a system call on each
     // side; a frame going back carries the same cumulative ack for nothing.
-    unsigned ack_every = 64;
+    unsigned ack_every = defaults::kWindow / 4;
     unsigned settle_every = 16;  // carried acks are applied in batches of this many frames
-    Micros ack_delay = 200;      // longest an arrival waits for its ACK
+    Micros ack_delay = defaults::kAckDelay;  // longest an arrival waits for its ACK
     // Loss recovery (recovery.hpp): the cap of a backed-off PTO, and the
     // consecutive expiries a path survives while the peer answers elsewhere.
-    Micros ack_timeout = 1 * plugin::common::kSeconds;
-    unsigned ack_retries = 3;
-    Micros initial_rtt = 10 * plugin::common::kMillis;      // before the first sample
-    Micros granularity = 200;                               // floor of the PTO's variance term
-    Micros probe_interval = 100 * plugin::common::kMillis;  // first re-admission probe
-    Micros probe_max = 1 * plugin::common::kSeconds;        // longest between them
-    Micros watchdog_timeout = 5 * plugin::common::kSeconds;
-    unsigned watchdog_retries = 1;
-    Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
+    Micros ack_timeout = defaults::kAckTimeout;
+    unsigned ack_retries = defaults::kAckRetries;
+    Micros initial_rtt = 10 * plugin::common::kMillis;  // before the first sample
+    Micros granularity = 200;                           // floor of the PTO's variance term
+    Micros probe_interval = defaults::kProbeInterval;   // first re-admission probe
+    Micros probe_max = defaults::kProbeMax;             // longest between them
+    Micros watchdog_timeout = defaults::kWatchdogTimeout;
+    unsigned watchdog_retries = defaults::kWatchdogRetries;
+    Micros peer_dead_timeout = defaults::kPeerDeadTimeout;
     // A peer's send window (window x 40 B) is freed once nothing holds a slot
     // and nothing was sent or acknowledged for this long; the next submit
     // allocates it again.

@@ -9,23 +9,25 @@ using plugin::common::is_probability;
 using plugin::common::kMillis;
 
 RawParams default_params() noexcept {
+    namespace d = defaults;
+    const auto ms = [](plugin::common::Micros us) { return static_cast<unsigned>(us / kMillis); };
     RawParams p;
-    p.priority = 10;
+    p.priority = d::kPriority;
     p.csum = static_cast<int>(CsumMode::Auto);
-    p.eager_limit = 128 * 1024;
-    p.pipeline_depth = 3;
-    p.vfrag_frags = 64;
-    p.watchdog_timeout_ms = 5000;
-    p.watchdog_retries = 1;
-    p.ack_timeout_ms = 1000;
-    p.ack_retries = 3;
-    p.ack_delay_us = 200;
-    p.probe_interval_ms = 100;
-    p.probe_max_ms = 1000;
-    p.peer_dead_timeout_ms = 300000;  // a compute phase outside MPI may last that long
-    p.unexpected_limit = 256 * 1024 * 1024;
-    p.window = 256;
-    p.trust_local = true;
+    p.eager_limit = d::kEagerLimit;
+    p.pipeline_depth = d::kPipelineDepth;
+    p.vfrag_frags = d::kVfragFrags;
+    p.watchdog_timeout_ms = ms(d::kWatchdogTimeout);
+    p.watchdog_retries = d::kWatchdogRetries;
+    p.ack_timeout_ms = ms(d::kAckTimeout);
+    p.ack_retries = d::kAckRetries;
+    p.ack_delay_us = static_cast<unsigned>(d::kAckDelay);
+    p.probe_interval_ms = ms(d::kProbeInterval);
+    p.probe_max_ms = ms(d::kProbeMax);
+    p.peer_dead_timeout_ms = ms(d::kPeerDeadTimeout);
+    p.unexpected_limit = d::kUnexpectedLimit;
+    p.window = d::kWindow;
+    p.trust_local = d::kTrustLocal;
     return p;
 }
 

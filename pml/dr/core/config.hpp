@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "defaults.hpp"
 #include "time.hpp"
 
 namespace pml::dr::core {
@@ -41,23 +42,21 @@ struct RawParams {
 
 struct Config {
     CsumMode csum = CsumMode::Auto;
-    std::size_t eager_limit = 128 * 1024;
-    unsigned pipeline_depth = 3;
-    unsigned vfrag_frags = 64;
-    plugin::common::Micros watchdog_timeout = 5 * plugin::common::kSeconds;
-    unsigned watchdog_retries = 1;
-    // The cap of a backed-off probe timeout, and the consecutive expiries a
-    // path survives while the peer answers on another (recovery.hpp).
-    plugin::common::Micros ack_timeout = 1 * plugin::common::kSeconds;
-    unsigned ack_retries = 3;
-    plugin::common::Micros ack_delay = 200;
-    plugin::common::Micros probe_interval = 100 * plugin::common::kMillis;
-    plugin::common::Micros probe_max = 1 * plugin::common::kSeconds;
-    plugin::common::Micros peer_dead_timeout = 300 * plugin::common::kSeconds;
-    std::size_t unexpected_limit = 256 * 1024 * 1024;
-    unsigned window = 256;
+    std::size_t eager_limit = defaults::kEagerLimit;
+    unsigned pipeline_depth = defaults::kPipelineDepth;
+    unsigned vfrag_frags = defaults::kVfragFrags;
+    plugin::common::Micros watchdog_timeout = defaults::kWatchdogTimeout;
+    unsigned watchdog_retries = defaults::kWatchdogRetries;
+    plugin::common::Micros ack_timeout = defaults::kAckTimeout;
+    unsigned ack_retries = defaults::kAckRetries;
+    plugin::common::Micros ack_delay = defaults::kAckDelay;
+    plugin::common::Micros probe_interval = defaults::kProbeInterval;
+    plugin::common::Micros probe_max = defaults::kProbeMax;
+    plugin::common::Micros peer_dead_timeout = defaults::kPeerDeadTimeout;
+    std::size_t unexpected_limit = defaults::kUnexpectedLimit;
+    unsigned window = defaults::kWindow;
     // Peers reached only through memory get the compact protocol (trust.hpp).
-    bool trust_local = true;
+    bool trust_local = defaults::kTrustLocal;
     bool stats = false;
     double fault_drop = 0.0;
     double fault_corrupt = 0.0;

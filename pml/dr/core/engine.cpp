@@ -90,6 +90,8 @@ PeerWaiters Engine::fail_peer(PeerId peer) {
         dead_.resize(peers_.size(), 0);
     dead_[peer] = 1;
     ++dead_count_;
+    if (peer < trust_.size())  // nothing more goes to it or is taken from it as LOCAL_MATCH
+        trust_[peer] = LocalTrust::None;
     for (auto& c : comms_) {
         if (!c)
             continue;

@@ -2,6 +2,7 @@
 #include "ompi_prelude.hpp"
 
 #include "config.hpp"
+#include "local_path.hpp"
 #include "opal_log.hpp"
 #include "mca_params.hpp"
 #include "params.hpp"
@@ -78,6 +79,7 @@ mca_pml_base_module_t* dr_init(int* priority, bool enable_progress_threads,
         return nullptr;
     }
     g_initialized = true;
+    pml::dr::mca::local_publish(config, &mca_pml_dr_component.pmlm_version);
     return pml::dr::mca::module_init(config, g_log);
 }
 

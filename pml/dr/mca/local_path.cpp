@@ -1,6 +1,7 @@
 #include "local_path.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <array>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct LocalPaths {
     std::array<const mca_btl_base_module_t*, 4> btls{};
     std::size_t nbtls = 0;
     std::uint64_t sent = 0;
+    const mca_base_component_t* component = nullptr;  // the modex key (local_publish)
 };
 LocalPaths g_local;
 
@@ -30,11 +32,36 @@ void trust_btl(const mca_btl_base_module_t* btl) noexcept {
         g_local.btls[g_local.nbtls++] = btl;
 }
 
+// What the peer published (local_publish): whether it would send LOCAL_MATCH
+// to us. Missing: no.
+bool peer_sends_local(ompi_proc_t* proc) noexcept {
+    if (g_local.component == nullptr)
+        return false;
+    std::uint8_t* data = nullptr;
+    size_t size = 0;
+    int rc = OPAL_SUCCESS;
+    OPAL_MODEX_RECV(rc, g_local.component, &proc->super.proc_name, reinterpret_cast<void**>(&data),
+                    &size);
+    const bool sends = rc == OPAL_SUCCESS && data != nullptr && size == 1 && data[0] == 1;
+    std::free(data);  // the modex allocated it
+    return sends;
+}
+
 std::span<const std::uint8_t> bytes_of(const mca_btl_base_segment_t& s) noexcept {
     return {static_cast<const std::uint8_t*>(s.seg_addr.pval), s.seg_len};
 }
 
 }  // namespace
+
+void local_publish(const core::Config& config, const mca_base_component_t* component) noexcept {
+    g_local.component = component;
+    const std::array media{core::PathMedium::Memory};
+    std::uint8_t sends = core::local_trust(config, media) == core::LocalTrust::AcceptAndSend ? 1 : 0;
+    int rc = OPAL_SUCCESS;
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, component, &sends, sizeof sends);
+    if (rc != OPAL_SUCCESS)
+        g_local.component = nullptr;  // no peer will see it: send LOCAL_MATCH to none
+}
 
 void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept {
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
@@ -51,6 +78,11 @@ void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept {
         }
     }
     core::LocalTrust trust = core::local_trust(state().config, media);
+    const bool in_process = std::all_of(media.begin(), media.end(), [](core::PathMedium m) {
+        return m == core::PathMedium::Process;
+    });
+    if (trust == core::LocalTrust::AcceptAndSend && !in_process && !peer_sends_local(proc))
+        trust = core::LocalTrust::Accept;
     if (trust != core::LocalTrust::None) {
         for (const mca_btl_base_module_t* btl : btls)
             trust_btl(btl);

@@ -16,7 +16,15 @@ namespace pml::dr::mca {
 // The BTL tag of LOCAL_MATCH frames (the full protocol's is kBtlTag).
 inline constexpr mca_btl_base_tag_t kLocalTag = MCA_BTL_TAG_PML + 2;
 
-// Judges the peer's BML paths (core::local_trust) and tells the engine.
+// Tells the other processes of the node whether this one sends LOCAL_MATCH
+// (core::local_trust for a memory path under our parameters), through the
+// modex: a peer sends them to us only if we would to it. Parameters that
+// differ between ranks (a fault injected on one side only, trust off on one
+// side) then give both directions the full protocol.
+void local_publish(const core::Config& config, const mca_base_component_t* component) noexcept;
+
+// Judges the peer's BML paths (core::local_trust) and what the peer
+// published, and tells the engine.
 void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept;
 
 // Sends a standard-mode message to a peer the engine sends_local() to, as

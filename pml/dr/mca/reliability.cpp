@@ -9,6 +9,7 @@
 #include <limits>
 #include <string_view>
 
+#include "channel_gate.hpp"
 #include "deadline_timer.hpp"
 #include "fault.hpp"
 #include "pml.hpp"
@@ -41,7 +42,10 @@ struct PeerLimits {
 // (sendi) and owes no completion; Posted: its completion callback follows.
 enum class TxResult { Done, Posted, Failed, Busy };
 
-class Glue final : public core::ChannelOutput, public core::FrameGate {
+// The channel's outputs: frames onto BTLs, completions back to requests.
+// (What the engine decodes for the channel reaches it through
+// core::ChannelGate.)
+class Glue final : public core::ChannelOutput {
   public:
     bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const core::AckInfo& ack) override;
@@ -52,15 +56,6 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
     void peer_dead(PeerId peer) override;
     void acked(PeerId, core::FrameToken token) override { release(token, true); }
     void abandoned(PeerId, core::FrameToken token) override { release(token, false); }
-
-    bool admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) override;
-    [[nodiscard]] bool fresh(PeerId peer, std::uint32_t seq) const override;
-    void on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) override;
-    void on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) override;
-    void on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
-    void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) override;
-    void on_bye(PeerId peer, std::uint64_t path) override;
-    void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 
   private:
     // Sends an unsequenced control frame (ACK, NACK) of `len` bytes on `path`;
@@ -73,6 +68,7 @@ class Glue final : public core::ChannelOutput, public core::FrameGate {
 struct Reliability {
     std::unique_ptr<core::ReliableChannel> channel;
     Glue glue;
+    std::unique_ptr<core::ChannelGate> gate;  // the engine's way into the channel
     plugin::common::DeadlineTimer timer;
     std::atomic<Micros> deadline{kNever};  // read by progress() without the lock
     std::atomic<bool> batches_due{false};  // the channel's batches_due(), for progress()
@@ -99,10 +95,6 @@ core::ReliableChannel& chan() noexcept {
     return *g_rel.channel;
 }
 
-bool Glue::fresh(PeerId peer, std::uint32_t seq) const {
-    return g_rel.channel->is_fresh(peer, seq);
-}
-
 // After every entry that reached the channel: its earliest deadline may have
 // moved. `fired`: the timer just went off and is armed no more, whatever the
 // channel's timers did.
@@ -124,7 +116,8 @@ void settle_batches() noexcept {
     chan().settle_batches();
 }
 
-// After the channel took a carried ack: progress() settles a batch it made due.
+// After a frame reached the channel (its carried ack may complete a batch):
+// progress() settles a batch it made due.
 void note_batches_due() noexcept {
     if (chan().batches_due())
         g_rel.batches_due.store(true, std::memory_order_relaxed);
@@ -503,44 +496,6 @@ void Glue::release(core::FrameToken token, bool acked) noexcept {
     destroy_if_done(sf);
 }
 
-bool Glue::admit(PeerId peer, std::uint64_t path, const core::Common& c, std::size_t bytes) {
-    const core::Verdict v = chan().on_sequenced(peer, path, c.frame_seq, c.ack_seq, g_rel.now,
-                                                bytes, (c.flags & core::kFlagAckNow) != 0);
-    note_batches_due();
-    return v == core::Verdict::Deliver;
-}
-
-void Glue::on_ack(PeerId peer, std::uint64_t path, const core::AckHdr& ack) {
-    chan().on_ack(peer, path,
-                  core::AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask, ack.ack_delay,
-                                ack.max_ack_delay},
-                  g_rel.now);
-}
-
-void Glue::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {
-    chan().on_carried_ack(peer, path, ack_seq, g_rel.now);
-    note_batches_due();
-}
-
-void Glue::on_nack(PeerId peer, std::uint64_t path, std::uint32_t seq) {
-    chan().on_nack(peer, path, seq, g_rel.now);
-}
-
-void Glue::on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) {
-    if (reply)
-        chan().on_probe_ack(peer, path, id, g_rel.now);
-    else
-        chan().on_probe(peer, path, id, g_rel.now);
-}
-
-void Glue::on_bye(PeerId peer, std::uint64_t path) {
-    chan().on_bye(peer, path, g_rel.now);
-}
-
-void Glue::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {
-    chan().on_damaged(peer, path, seq, g_rel.now);
-}
-
 }  // namespace
 
 mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
@@ -613,7 +568,8 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
         chan().on_timer(now);
         rearm(true);
     });
-    state().engine->set_gate(&g_rel.glue);
+    g_rel.gate = std::make_unique<core::ChannelGate>(*g_rel.channel, g_rel.now);
+    state().engine->set_gate(g_rel.gate.get());
 }
 
 void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
@@ -810,6 +766,7 @@ void reliability_on_frame(mca_btl_base_module_t* btl,
     // would test nothing a network can do, only slow MPI_Ssend to self.
     if (!g_rel.faults.enabled() || btl == g_rel.self_btl) {
         eng.on_frame(frame, engine_sink(), path);
+        note_batches_due();
         rearm();
         return;
     }
@@ -829,6 +786,7 @@ void reliability_on_frame(mca_btl_base_module_t* btl,
     eng.on_frame(frame, engine_sink(), path);
     if (plan.duplicate)
         eng.on_frame(again, engine_sink(), path);
+    note_batches_due();
     rearm();
 }
 
