@@ -313,81 +313,96 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
     }
     const PeerId peer = *known;
     if (gate_ != nullptr && gated) {
-        if (const auto* ack = std::get_if<AckHdr>(&decoded->header)) {
-            gate_->on_ack(peer, path, *ack);
+        if (std::visit([&](const auto& h) { return to_gate(h, peer, path); }, decoded->header))
             return;
-        }
-        if (const auto* nack = std::get_if<NackHdr>(&decoded->header)) {
-            gate_->on_carried_ack(peer, path, c.ack_seq);
-            gate_->on_nack(peer, path, nack->seq);
-            return;
-        }
-        if (const auto* probe = std::get_if<ProbeHdr>(&decoded->header)) {
-            gate_->on_carried_ack(peer, path, c.ack_seq);
-            gate_->on_probe(peer, path, probe->probe_id, probe->reply);
-            return;
-        }
-        if (std::holds_alternative<ByeHdr>(decoded->header)) {
-            gate_->on_carried_ack(peer, path, c.ack_seq);
-            gate_->on_bye(peer, path);
-            return;
-        }
         if (!pass_gate(peer, path, c, frame.size()))
             return;
     }
-    const auto payload = decoded->payload;
-    if (const auto* m = std::get_if<MatchHdr>(&decoded->header)) {
-        on_match_or_rndv(peer, m->match, nullptr, c.flags, payload, frame, sink, path);
-    } else if (const auto* r = std::get_if<RndvHdr>(&decoded->header)) {
-        on_match_or_rndv(peer, r->match, r, c.flags, payload, frame, sink, path);
-    } else if (const auto* cts = std::get_if<CtsHdr>(&decoded->header)) {
-        const ReqEntry* e = sends_.find(cts->send_req);
-        if (e == nullptr || e->peer != peer) {
-            ++rx_.unknown_request;
-            return;
-        }
-        sink.on_cts(e->handle, peer, *cts);
-    } else if (const auto* put = std::get_if<PutHdr>(&decoded->header)) {
-        const ReqEntry* e = sends_.find(put->send_req);
-        if (e == nullptr || e->peer != peer) {
-            ++rx_.unknown_request;
-            return;
-        }
-        sink.on_put(e->handle, peer, *put, path);
-    } else if (const auto* f = std::get_if<FragHdr>(&decoded->header)) {
-        const ReqEntry* e = recvs_.find(f->recv_req);
-        if (e == nullptr || e->peer != peer) {
-            ++rx_.unknown_request;
-            return;
-        }
-        if ((c.flags & kFlagPutDone) != 0) {
-            if (f->offset != e->want_len) {
-                ++rx_.decode_errors;
-                logf(log_, LogLevel::Debug, "dropped PUT-done short of the accepted length");
-                return;
-            }
-            sink.on_put_done(e->handle, peer, path,
-                             (c.flags & kFlagPayloadCsum) != 0
-                                 ? std::optional<std::uint32_t>(f->payload_crc)
-                                 : std::nullopt);
-            return;
-        }
-        if (f->offset > e->want_len || payload.size() > e->want_len - f->offset) {
-            ++rx_.decode_errors;
-            logf(log_, LogLevel::Debug, "dropped FRAG beyond the accepted length");
-            return;
-        }
-        sink.on_frag(e->handle, peer, f->offset, payload);
-    } else if (const auto* cr = std::get_if<CreditHdr>(&decoded->header)) {
-        PeerFlow& fl = flow_[peer];
-        if (cr->released_total > fl.eager_sent) {
-            ++rx_.bad_credit;  // releases more than we ever sent: ignore it
-            return;
-        }
-        fl.released_by_peer = std::max(fl.released_by_peer, cr->released_total);
-    } else {
-        // ACK, NACK or PROBE without a gate (no reliability layer): nothing to do.
+    const Arrival a{peer, path, c, decoded->payload, frame, sink};
+    std::visit([&](const auto& h) { take(h, a); }, decoded->header);
+}
+
+// The channel's own frames go to the gate (their carried ack first); a data
+// frame is not the gate's (false): it is admitted, then taken.
+bool Engine::to_gate(const AckHdr& h, PeerId peer, std::uint64_t path) {
+    gate_->on_ack(peer, path, h);
+    return true;
+}
+bool Engine::to_gate(const NackHdr& h, PeerId peer, std::uint64_t path) {
+    gate_->on_carried_ack(peer, path, h.common.ack_seq);
+    gate_->on_nack(peer, path, h.seq);
+    return true;
+}
+bool Engine::to_gate(const ProbeHdr& h, PeerId peer, std::uint64_t path) {
+    gate_->on_carried_ack(peer, path, h.common.ack_seq);
+    gate_->on_probe(peer, path, h.probe_id, h.reply);
+    return true;
+}
+bool Engine::to_gate(const ByeHdr& h, PeerId peer, std::uint64_t path) {
+    gate_->on_carried_ack(peer, path, h.common.ack_seq);
+    gate_->on_bye(peer, path);
+    return true;
+}
+
+void Engine::take(const MatchHdr& h, const Arrival& a) {
+    on_match_or_rndv(a.peer, h.match, nullptr, a.common.flags, a.payload, a.frame, a.sink, a.path);
+}
+
+void Engine::take(const RndvHdr& h, const Arrival& a) {
+    on_match_or_rndv(a.peer, h.match, &h, a.common.flags, a.payload, a.frame, a.sink, a.path);
+}
+
+void Engine::take(const CtsHdr& h, const Arrival& a) {
+    const ReqEntry* e = sends_.find(h.send_req);
+    if (e == nullptr || e->peer != a.peer) {
+        ++rx_.unknown_request;
+        return;
     }
+    a.sink.on_cts(e->handle, a.peer, h);
+}
+
+void Engine::take(const PutHdr& h, const Arrival& a) {
+    const ReqEntry* e = sends_.find(h.send_req);
+    if (e == nullptr || e->peer != a.peer) {
+        ++rx_.unknown_request;
+        return;
+    }
+    a.sink.on_put(e->handle, a.peer, h, a.path);
+}
+
+void Engine::take(const FragHdr& h, const Arrival& a) {
+    const ReqEntry* e = recvs_.find(h.recv_req);
+    if (e == nullptr || e->peer != a.peer) {
+        ++rx_.unknown_request;
+        return;
+    }
+    if ((a.common.flags & kFlagPutDone) != 0) {
+        if (h.offset != e->want_len) {
+            ++rx_.decode_errors;
+            logf(log_, LogLevel::Debug, "dropped PUT-done short of the accepted length");
+            return;
+        }
+        a.sink.on_put_done(e->handle, a.peer, a.path,
+                           (a.common.flags & kFlagPayloadCsum) != 0
+                               ? std::optional<std::uint32_t>(h.payload_crc)
+                               : std::nullopt);
+        return;
+    }
+    if (h.offset > e->want_len || a.payload.size() > e->want_len - h.offset) {
+        ++rx_.decode_errors;
+        logf(log_, LogLevel::Debug, "dropped FRAG beyond the accepted length");
+        return;
+    }
+    a.sink.on_frag(e->handle, a.peer, h.offset, a.payload);
+}
+
+void Engine::take(const CreditHdr& h, const Arrival& a) {
+    PeerFlow& fl = flow_[a.peer];
+    if (h.released_total > fl.eager_sent) {
+        ++rx_.bad_credit;  // releases more than we ever sent: ignore it
+        return;
+    }
+    fl.released_by_peer = std::max(fl.released_by_peer, h.released_total);
 }
 
 void Engine::park(std::uint32_t cid, std::uint64_t path, std::span<const std::uint8_t> head,

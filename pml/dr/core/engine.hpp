@@ -289,6 +289,41 @@ class Engine {
     void on_local_match(const LocalMatchHdr& h, std::span<const std::uint8_t> header,
                         std::span<const std::uint8_t> payload, EngineSink& sink,
                         std::uint64_t path);
+    // A decoded frame past its checks, from a known peer: what each type's
+    // take() needs.
+    struct Arrival {
+        PeerId peer;
+        std::uint64_t path;
+        const Common& common;
+        std::span<const std::uint8_t> payload;
+        std::span<const std::uint8_t> frame;
+        EngineSink& sink;
+    };
+    // One handler per frame type, chosen by the decoded header's type
+    // (dispatch; a type without its overloads does not compile). to_gate:
+    // the channel's own frames, handed to the gate (true); data frames are
+    // not the gate's (false): they are admitted, then taken.
+    bool to_gate(const AckHdr& h, PeerId peer, std::uint64_t path);
+    bool to_gate(const NackHdr& h, PeerId peer, std::uint64_t path);
+    bool to_gate(const ProbeHdr& h, PeerId peer, std::uint64_t path);
+    bool to_gate(const ByeHdr& h, PeerId peer, std::uint64_t path);
+    static bool to_gate(const MatchHdr&, PeerId, std::uint64_t) { return false; }
+    static bool to_gate(const RndvHdr&, PeerId, std::uint64_t) { return false; }
+    static bool to_gate(const CtsHdr&, PeerId, std::uint64_t) { return false; }
+    static bool to_gate(const PutHdr&, PeerId, std::uint64_t) { return false; }
+    static bool to_gate(const FragHdr&, PeerId, std::uint64_t) { return false; }
+    static bool to_gate(const CreditHdr&, PeerId, std::uint64_t) { return false; }
+    void take(const MatchHdr& h, const Arrival& a);
+    void take(const RndvHdr& h, const Arrival& a);
+    void take(const CtsHdr& h, const Arrival& a);
+    void take(const PutHdr& h, const Arrival& a);
+    void take(const FragHdr& h, const Arrival& a);
+    void take(const CreditHdr& h, const Arrival& a);
+    // ACK, NACK, PROBE, BYE without a gate (no reliability layer): nothing to do.
+    static void take(const AckHdr&, const Arrival&) {}
+    static void take(const NackHdr&, const Arrival&) {}
+    static void take(const ProbeHdr&, const Arrival&) {}
+    static void take(const ByeHdr&, const Arrival&) {}
     // on_frame; gated false for frames the gate already admitted (parked ones).
     void dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path,
                   bool gated);
