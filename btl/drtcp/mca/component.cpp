@@ -83,18 +83,11 @@ class Events final : public adapter::TransportEvents {
             logf(state().log, LogLevel::Warn, "frame with out-of-range tag %u dropped", tag);
             return;
         }
-        const mca_btl_active_message_callback_t& cb = mca_btl_base_active_message_trigger[tag];
-        if (cb.cbfunc == nullptr) {
-            logf(state().log, LogLevel::Warn, "frame with unregistered tag %u dropped", tag);
-            return;
-        }
         mca_btl_base_segment_t seg{};
         seg.seg_addr.pval = payload.data();
         seg.seg_len = payload.size();
-        mca_btl_base_descriptor_t des{};
-        des.des_segments = &seg;
-        des.des_segment_count = 1;
-        cb.cbfunc(&m->super, tag, &des, cb.cbdata);
+        if (!plugin::common::deliver_received(&m->super, nullptr, tag, &seg, 1))
+            logf(state().log, LogLevel::Warn, "frame with unregistered tag %u dropped", tag);
     }
     void on_sent(void* cookie, bool ok) override {
         auto* f = static_cast<Frag*>(cookie);
@@ -224,7 +217,8 @@ void publish(const std::vector<core::PublishedAddr>& addrs, bool put,
     std::vector<std::uint8_t> blob = core::encode_modex(addrs, put ? core::kModexPut : 0, key);
     int rc = OPAL_SUCCESS;
     const auto size = static_cast<int32_t>(blob.size());
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_drtcp_component.btl_version, blob.data(), size);
+    OPAL_MODEX_SEND(rc, plugin::common::kModexGlobal, &mca_btl_drtcp_component.btl_version,
+                    blob.data(), size);
     if (rc != OPAL_SUCCESS)
         logf(mca::state().log, LogLevel::Warn, "modex send failed (%d)", rc);
 }
@@ -239,7 +233,8 @@ std::uint32_t job_size(const opal_process_name_t& me) noexcept {
     std::uint32_t size = 0;
     std::uint32_t* ptr = &size;
     int rc = OPAL_SUCCESS;
-    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &job, &ptr, OPAL_UINT32);
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, plugin::common::kModexJobSize, &job, &ptr,
+                                   plugin::common::kModexUint32);
     if (rc != OPAL_SUCCESS) {
         logf(mca::state().log, LogLevel::Warn,
              "job size unknown (%d): a peer that connects before it was added is refused", rc);

@@ -355,9 +355,11 @@ void drtcp_dump(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, int) no
                 counters_line().c_str());
 }
 
+#if OPAL_MAJOR_VERSION < 5
 int drtcp_ft_event(int) noexcept {
     return OPAL_SUCCESS;
 }
+#endif
 
 }  // namespace
 
@@ -429,7 +431,9 @@ void fill_module_functions(mca_btl_base_module_t& m) noexcept {
     m.btl_deregister_mem = drtcp_deregister_mem;
     m.btl_dump = drtcp_dump;
     m.btl_register_error = drtcp_register_error;
-    m.btl_ft_event = drtcp_ft_event;
+#if OPAL_MAJOR_VERSION < 5
+    m.btl_ft_event = drtcp_ft_event;  // 4.1 only (BTL interface 3.1.0)
+#endif
 }
 
 }  // namespace btl::drtcp::mca

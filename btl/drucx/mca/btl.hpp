@@ -3,6 +3,7 @@
 // OPAL component).
 #pragma once
 #include "opal_prelude.hpp"
+#include "series.hpp"
 
 #include <deque>
 #include <memory>

@@ -187,22 +187,10 @@ namespace {
 
 // Hands one message to the PML's callback for its tag.
 void deliver(mca_btl_base_tag_t tag, std::uint8_t* payload, std::size_t len) noexcept {
-    const mca_btl_active_message_callback_t& cb = mca_btl_base_active_message_trigger[tag];
-    if (cb.cbfunc == nullptr)
-        return;
     mca_btl_base_segment_t seg{};
     seg.seg_addr.pval = payload;
     seg.seg_len = len;
-    // What a receive callback may look at; the list-item header stays unset.
-    mca_btl_base_descriptor_t des;  // NOLINT(cppcoreguidelines-pro-type-member-init)
-    des.des_segments = &seg;
-    des.des_segment_count = 1;
-    des.des_cbfunc = nullptr;
-    des.des_cbdata = nullptr;
-    des.des_context = nullptr;
-    des.des_flags = 0;
-    des.order = MCA_BTL_NO_ORDER;
-    cb.cbfunc(&state().module->super, tag, &des, cb.cbdata);
+    (void)plugin::common::deliver_received(&state().module->super, nullptr, tag, &seg, 1);
 }
 
 // A peer said BYE: from now on its endpoint failing is its leaving.
@@ -500,7 +488,8 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
     std::vector<std::uint8_t> blob = core::encode_modex(core::encode_addresses(entries));
     int rc = OPAL_SUCCESS;
     const auto size = static_cast<int32_t>(blob.size());
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, &mca_btl_drucx_component.btl_version, blob.data(), size);
+    OPAL_MODEX_SEND(rc, plugin::common::kModexLocal, &mca_btl_drucx_component.btl_version,
+                    blob.data(), size);
     if (rc != OPAL_SUCCESS)
         logf(s.log, LogLevel::Warn, "modex send failed (%d)", rc);
     auto** out = static_cast<mca_btl_base_module_t**>(std::malloc(sizeof(mca_btl_base_module_t*)));

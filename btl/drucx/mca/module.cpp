@@ -498,9 +498,11 @@ void drucx_dump(mca_btl_base_module_t*, mca_btl_base_endpoint_t* ep, int) noexce
                 ep != nullptr ? ep->waiting.size() : 0);
 }
 
+#if OPAL_MAJOR_VERSION < 5
 int drucx_ft_event(int) noexcept {
     return OPAL_SUCCESS;
 }
+#endif
 
 }  // namespace
 
@@ -519,7 +521,9 @@ void fill_module_functions(mca_btl_base_module_t& m) noexcept {
     m.btl_deregister_mem = drucx_deregister_mem;
     m.btl_dump = drucx_dump;
     m.btl_register_error = drucx_register_error;
-    m.btl_ft_event = drucx_ft_event;
+#if OPAL_MAJOR_VERSION < 5
+    m.btl_ft_event = drucx_ft_event;  // 4.1 only (BTL interface 3.1.0)
+#endif
 }
 
 }  // namespace btl::drucx::mca

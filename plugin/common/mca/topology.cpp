@@ -6,6 +6,7 @@
 
 #include "hwloc_locality.hpp"
 #include "mca_params.hpp"
+#include "series.hpp"
 #include "topology.hpp"
 
 namespace plugin::common {
@@ -92,7 +93,7 @@ topo::Weights apply_topo_weights(mca_btl_base_module_t& m, const TopoDevice& dev
             topo::DeviceLocality loc;
             if (dev.osdev.empty() && dev.pci_busid.empty()) {
                 loc.detail = "no network device";
-            } else if (opal_hwloc_topology == nullptr && opal_hwloc_base_topo_file == nullptr &&
+            } else if (opal_hwloc_topology == nullptr && !topology_file_given() &&
                        numa_nodes_online() == 1) {
                 loc.kind = topo::Locality::SingleNuma;
             } else if (hwloc_topology_t t = process_topology(); t == nullptr) {

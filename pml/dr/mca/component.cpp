@@ -25,11 +25,16 @@ int dr_finalize() noexcept;
 
 extern "C" {
 // The symbol the MCA loader looks up: mca_<framework>_<component>_component.
-// Version fields come from the headers of the runtime we are built against.
-__attribute__((visibility("default"))) mca_pml_base_component_2_0_0_t mca_pml_dr_component = {
+// Version fields come from the headers of the runtime we are built against;
+// the PML interface is 2.0.0 in 4.1 and 2.1.0 in 5.0 (same component struct).
+__attribute__((visibility("default"))) mca_pml_base_component_t mca_pml_dr_component = {
     .pmlm_version =
         {
+#if OMPI_MAJOR_VERSION >= 5
+            MCA_PML_BASE_VERSION_2_1_0,
+#else
             MCA_PML_BASE_VERSION_2_0_0,
+#endif
             .mca_component_name = "dr",
             .mca_component_major_version = OMPI_MAJOR_VERSION,
             .mca_component_minor_version = OMPI_MINOR_VERSION,

@@ -58,7 +58,7 @@ void local_publish(const core::Config& config, const mca_base_component_t* compo
     const std::array media{core::PathMedium::Memory};
     std::uint8_t sends = core::local_trust(config, media) == core::LocalTrust::AcceptAndSend ? 1 : 0;
     int rc = OPAL_SUCCESS;
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_LOCAL, component, &sends, sizeof sends);
+    OPAL_MODEX_SEND(rc, plugin::common::kModexLocal, component, &sends, sizeof sends);
     if (rc != OPAL_SUCCESS)
         g_local.component = nullptr;  // no peer will see it: send LOCAL_MATCH to none
 }
@@ -113,7 +113,7 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
     if (core::kLocalMatchHeaderSize + size <= btl->btl_eager_limit &&
         eng.try_charge_eager(peer, size)) {
         core::LocalMatchHdr h;
-        h.cid = comm->c_contextid;
+        h.cid = plugin::common::local_cid(comm);
         h.src_rank = comm->c_my_rank;
         h.tag = tag;
         h.msg_seq = matcher.next_send_seq(dst);
@@ -132,22 +132,19 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
     return rc;
 }
 
-void local_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des,
-                void*) noexcept {
-    const mca_btl_base_segment_t* seg = des->des_segments;
+void local_recv(mca_btl_base_module_t* btl, plugin::common::RecvSegments seg) noexcept {
     Guard g;
     core::Engine& eng = *state().engine;
     const bool trusted = btl_trusted(btl);
-    if (des->des_segment_count == 1 || des->des_segment_count == 2) {
+    if (seg.size() == 1 || seg.size() == 2) {
         eng.on_local_frame(bytes_of(seg[0]),
-                           des->des_segment_count == 2 ? bytes_of(seg[1])
-                                                       : std::span<const std::uint8_t>{},
+                           seg.size() == 2 ? bytes_of(seg[1]) : std::span<const std::uint8_t>{},
                            engine_sink(), path_of(btl), trusted);
         return;
     }
     std::vector<std::uint8_t> frame;  // not seen from self or vader: gathered
-    for (std::size_t i = 0; i < des->des_segment_count; ++i) {
-        const auto b = bytes_of(seg[i]);
+    for (const mca_btl_base_segment_t& s : seg) {
+        const auto b = bytes_of(s);
         frame.insert(frame.end(), b.begin(), b.end());
     }
     eng.on_local_frame(frame, {}, engine_sink(), path_of(btl), trusted);

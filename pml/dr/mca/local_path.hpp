@@ -35,9 +35,9 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
                ompi_communicator_t* comm, ompi_proc_t* proc, core::PeerId peer,
                core::CommMatcher& matcher, mca_bml_base_btl_t* bb) noexcept;
 
-// The BTL callback of kLocalTag (registered with the full protocol's).
-void local_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t tag, mca_btl_base_descriptor_t* des,
-                void* cbdata) noexcept;
+// The BTL callback of kLocalTag (registered with the full protocol's,
+// through plugin::common::recv_callback).
+void local_recv(mca_btl_base_module_t* btl, plugin::common::RecvSegments seg) noexcept;
 
 // LOCAL_MATCH frames this process handed to a BTL.
 std::uint64_t local_frames_sent() noexcept;

@@ -56,26 +56,24 @@ class Sink final : public core::EngineSink {
 };
 Sink g_sink;
 
-void btl_recv(mca_btl_base_module_t* btl, mca_btl_base_tag_t, mca_btl_base_descriptor_t* des,
-              void*) noexcept {
-    const mca_btl_base_segment_t* seg = des->des_segments;
-    if (des->des_segment_count == 1) {
+void btl_recv(mca_btl_base_module_t* btl, plugin::common::RecvSegments seg) noexcept {
+    if (seg.size() == 1) {
         // The frame was just written by another core: ask for the header's
         // last cache line now, so that its miss overlaps the first one
         // instead of following it.
-        const auto* frame = static_cast<const std::uint8_t*>(seg->seg_addr.pval);
-        if (seg->seg_len >= core::kMatchHeaderSize)
+        const auto* frame = static_cast<const std::uint8_t*>(seg[0].seg_addr.pval);
+        if (seg[0].seg_len >= core::kMatchHeaderSize)
             __builtin_prefetch(frame + core::kMatchHeaderSize - 1);
         Guard g;
-        reliability_on_frame(btl, {frame, seg->seg_len});
+        reliability_on_frame(btl, {frame, seg[0].seg_len});
         return;
     }
     Guard g;
     // Rare: a BTL that hands us several segments. Gather them.
     std::vector<std::uint8_t> frame;
-    for (size_t i = 0; i < des->des_segment_count; ++i) {
-        const auto* p = static_cast<const std::uint8_t*>(seg[i].seg_addr.pval);
-        frame.insert(frame.end(), p, p + seg[i].seg_len);
+    for (const mca_btl_base_segment_t& s : seg) {
+        const auto* p = static_cast<const std::uint8_t*>(s.seg_addr.pval);
+        frame.insert(frame.end(), p, p + s.seg_len);
     }
     reliability_on_frame(btl, frame);
 }
@@ -108,10 +106,10 @@ int add_procs(ompi_proc_t** procs, size_t nprocs) noexcept {
     Guard g;
     State& s = state();
     if (!s.callbacks_registered) {
-        rc = mca_bml.bml_register(kBtlTag, btl_recv, nullptr);
+        rc = mca_bml.bml_register(kBtlTag, plugin::common::recv_callback<btl_recv>, nullptr);
         if (rc != OMPI_SUCCESS)
             return rc;
-        rc = mca_bml.bml_register(kLocalTag, local_recv, nullptr);
+        rc = mca_bml.bml_register(kLocalTag, plugin::common::recv_callback<local_recv>, nullptr);
         if (rc != OMPI_SUCCESS)
             return rc;
         rc = mca_bml.bml_register_error(btl_error);
@@ -161,7 +159,8 @@ int enable(bool on) noexcept {
 }
 
 int add_comm(ompi_communicator_t* comm) noexcept {
-    if (comm->c_contextid > state().module.pml_max_contextid)
+    const std::uint32_t cid = plugin::common::local_cid(comm);
+    if (cid > state().module.pml_max_contextid)
         return OMPI_ERR_OUT_OF_RESOURCE;
     Guard g;
     // ompi_comm_remote_size() is 0 for intracommunicators; the remote group is
@@ -170,29 +169,32 @@ int add_comm(ompi_communicator_t* comm) noexcept {
     std::vector<core::PeerId> remote(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i)
         remote[static_cast<std::size_t>(i)] = peer_for(ompi_comm_peer_lookup(comm, i));
-    state().engine->add_comm(comm->c_contextid, std::move(remote), g_sink);
+    state().engine->add_comm(cid, std::move(remote), g_sink);
     return OMPI_SUCCESS;
 }
 
 int del_comm(ompi_communicator_t* comm) noexcept {
     Guard g;
-    state().engine->del_comm(comm->c_contextid, g_sink);
+    state().engine->del_comm(plugin::common::local_cid(comm), g_sink);
     return OMPI_SUCCESS;
 }
 
 int dump(ompi_communicator_t* comm, int) noexcept {
     Guard g;
-    const core::CommMatcher* m = state().engine->comm(comm->c_contextid);
+    const std::uint32_t cid = plugin::common::local_cid(comm);
+    const core::CommMatcher* m = state().engine->comm(cid);
     if (m == nullptr)
         return OMPI_SUCCESS;
-    opal_output(0, "[pml:dr] communicator %u: %zu posted receives, %zu unexpected messages",
-                comm->c_contextid, m->posted_count(), m->unexpected_count());
+    opal_output(0, "[pml:dr] communicator %u: %zu posted receives, %zu unexpected messages", cid,
+                m->posted_count(), m->unexpected_count());
     return OMPI_SUCCESS;
 }
 
+#if OMPI_MAJOR_VERSION < 5
 int ft_event(int) noexcept {
     return OMPI_ERR_NOT_SUPPORTED;
 }
+#endif
 
 // A persistent send can be MPI-complete while its frames are still in
 // flight (Bsend, eager data): MPI_Start then continues with a fresh request
@@ -269,7 +271,10 @@ mca_pml_base_module_t make_module() noexcept {
     m.pml_imrecv = imrecv;
     m.pml_mrecv = mrecv;
     m.pml_dump = dump;
-    m.pml_ft_event = ft_event;
+#if OMPI_MAJOR_VERSION < 5
+    m.pml_ft_event = ft_event;  // 4.1 only; 5.0's pml_revoke_comm and
+                                // pml_get_transports stay null (optional)
+#endif
     // Tags travel as 32-bit fields. Context ids do too, but are capped as
     // ob1 caps them (its header has 16 bits): past 65535 live communicators
     // MPI_Comm_dup fails cleanly, as applications written against ob1 (and
@@ -277,6 +282,8 @@ mca_pml_base_module_t make_module() noexcept {
     // bounded instead of growing until memory runs out.
     m.pml_max_contextid = 65535;
     m.pml_max_tag = 0x7fffffff;
+    // 5.0: no MCA_PML_BASE_FLAG_SUPPORTS_EXT_CID, so communicators get a
+    // local index all members agree on (series.hpp, local_cid).
     m.pml_flags = 0;
     return m;
 }

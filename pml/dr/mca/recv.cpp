@@ -51,7 +51,7 @@ void fill_status(ompi_status_public_t* status, const core::MessageInfo& info) no
 }
 
 core::CommMatcher* matcher_of(ompi_communicator_t* comm) noexcept {
-    return state().engine->comm(comm->c_contextid);
+    return state().engine->comm(plugin::common::local_cid(comm));
 }
 
 // The blocking forms: wait, copy the status out (its MPI_ERROR is returned)...
@@ -207,7 +207,7 @@ int start_recv(RecvRequest* r) noexcept {
     if (matcher_of(b.req_comm) == nullptr)
         return OMPI_ERR_BAD_PARAM;
     core::Engine& eng = *state().engine;
-    const std::uint32_t cid = b.req_comm->c_contextid;
+    const std::uint32_t cid = plugin::common::local_cid(b.req_comm);
     // A receive from a dead peer takes what arrived before it died, or
     // fails now: queued, it would wait forever.
     const bool dead = eng.source_dead(cid, b.req_peer);
@@ -307,7 +307,7 @@ int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched,
         }
         *matched = 0;
         // Nothing will ever come from a dead source: MPI_Probe would spin forever.
-        if (state().engine->source_dead(comm->c_contextid, src))
+        if (state().engine->source_dead(plugin::common::local_cid(comm), src))
             return kPeerDeadError;
     }
     opal_progress();
@@ -334,8 +334,8 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
             ompi_message_t* msg = ompi_message_alloc();
             if (msg == nullptr)
                 return OMPI_ERR_OUT_OF_RESOURCE;
-            core::UnexpectedPtr u =
-                state().engine->take_unexpected(comm->c_contextid, src, tag, engine_sink());
+            core::UnexpectedPtr u = state().engine->take_unexpected(plugin::common::local_cid(comm),
+                                                                    src, tag, engine_sink());
             fill_status(status, u->info);
             msg->comm = comm;
             msg->peer = u->info.src;
@@ -347,7 +347,7 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
         }
         *matched = 0;
         *message = &ompi_message_null.message;
-        if (state().engine->source_dead(comm->c_contextid, src))
+        if (state().engine->source_dead(plugin::common::local_cid(comm), src))
             return kPeerDeadError;
     }
     opal_progress();

@@ -111,7 +111,8 @@ int recv_cancel(ompi_request_t* request, int) noexcept {
     auto* r = reinterpret_cast<RecvRequest*>(request);
     if (r->matched || r->base.req_base.req_pml_complete)
         return OMPI_SUCCESS;  // too late
-    core::CommMatcher* m = state().engine->comm(r->base.req_base.req_comm->c_contextid);
+    core::CommMatcher* m =
+        state().engine->comm(plugin::common::local_cid(r->base.req_base.req_comm));
     if (m == nullptr || !m->cancel(reinterpret_cast<core::Handle>(r), r->base.req_base.req_peer))
         return OMPI_SUCCESS;
     request->req_status._cancelled = true;

@@ -516,13 +516,13 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
 int start_send(SendRequest* r) noexcept {
     State& s = state();
     mca_pml_base_request_t& b = r->base.req_base;
-    r->cid = b.req_comm->c_contextid;
+    r->cid = plugin::common::local_cid(b.req_comm);
     r->my_rank = b.req_comm->c_my_rank;
     ompi_proc_t* proc = b.req_proc;
     r->endpoint = mca_bml_base_get_endpoint(proc);
     if (r->endpoint == nullptr || mca_bml_base_btl_array_get_size(&r->endpoint->btl_eager) == 0)
         return OMPI_ERR_UNREACH;
-    core::CommMatcher* matcher = s.engine->comm(b.req_comm->c_contextid);
+    core::CommMatcher* matcher = s.engine->comm(plugin::common::local_cid(b.req_comm));
     if (matcher == nullptr)
         return OMPI_ERR_BAD_PARAM;
     r->peer = peer_for(proc);

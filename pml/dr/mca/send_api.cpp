@@ -43,7 +43,7 @@ SendRequest* wait_for_handover(StoredFrame* sf, const void* buf, size_t count, o
     if (r == nullptr)
         return nullptr;
     // What start_send() sets; its frame is sent already.
-    r->cid = comm->c_contextid;
+    r->cid = plugin::common::local_cid(comm);
     r->my_rank = comm->c_my_rank;
     r->endpoint = mca_bml_base_get_endpoint(proc);
     r->peer = sf->peer;
@@ -63,7 +63,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0)
         return OMPI_ERR_NOT_AVAILABLE;
     mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
-    core::CommMatcher* matcher = state().engine->comm(comm->c_contextid);
+    core::CommMatcher* matcher = state().engine->comm(plugin::common::local_cid(comm));
     if (matcher == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
     const core::PeerId peer = peer_for(proc);
@@ -124,7 +124,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     core::MatchHdr h;
     h.common = make_common(peer, csum_flag(csum));
     h.common.frame_seq = sf->encoded_seq = next_seq(peer);
-    h.match.cid = comm->c_contextid;
+    h.match.cid = plugin::common::local_cid(comm);
     h.match.src_rank = comm->c_my_rank;
     h.match.tag = tag;
     h.match.msg_seq = matcher->next_send_seq(dst);
