@@ -27,6 +27,7 @@
 #include "oob/drtcp/core/wire.hpp"
 #include "plugin/pmix/core/wire.hpp"
 #include "pml/dr/core/wire.hpp"
+#include "pml/dr/core/wire_local.hpp"
 
 namespace {
 
@@ -411,6 +412,30 @@ pmix::KvList pmix_values() {
     };
 }
 
+void pml_local_seeds(std::vector<SeedFile>& out) {
+    // fuzz_pml_dr_local: | ctrl | LOCAL_MATCH header | payload |
+    const auto seed = [&](const char* name, std::uint8_t ctrl, std::uint32_t cid, std::int32_t rank,
+                          std::uint16_t msg_seq, std::size_t payload) {
+        Bytes b{ctrl};
+        const std::size_t at = b.size();
+        b.resize(at + pml::kLocalMatchHeaderSize);
+        pml::encode_local_match(pml::LocalMatchHdr{cid, rank, 5, msg_seq},
+                                std::span<std::uint8_t, pml::kLocalMatchHeaderSize>(
+                                    b.data() + at, pml::kLocalMatchHeaderSize));
+        for (std::size_t i = 0; i < payload; ++i)
+            b.push_back(static_cast<std::uint8_t>(i * 7 + 1));
+        if (!pml::decode_local_match(std::span(b).subspan(at)))
+            die(std::string("LOCAL_MATCH seed does not decode: ") + name);
+        out.push_back({std::string("pml_dr_local/") + name, b});
+    };
+    seed("empty", 0, 3, 1, 0, 0);
+    seed("eight", 0, 3, 1, 1, 8);
+    seed("two_segments", 4, 3, 0, 2, 40);
+    seed("untrusted_path", 2, 3, 1, 0, 8);
+    seed("network_peer", 0, 3, 2, 0, 8);
+    seed("unknown_comm", 0, 9, 1, 0, 8);
+}
+
 void pmix_seeds(std::vector<SeedFile>& out) {
     // fuzz_pmix_dr_request: | split | stream |
     const auto message = [](Bytes& s, pmix::MsgType type, std::uint32_t req, const Bytes& body) {
@@ -509,6 +534,7 @@ int main(int argc, char** argv) {
     std::vector<SeedFile> seeds;
     drtcp_seeds(seeds);
     pml_seeds(seeds);
+    pml_local_seeds(seeds);
     oob_seeds(seeds);
     pmix_seeds(seeds);
 

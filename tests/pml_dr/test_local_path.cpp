@@ -48,8 +48,8 @@ TEST(WireLocal, RoundTripsEveryField) {
 
 TEST(WireLocal, GoldenBytes) {
     const auto f = local_frame(0x01020304u, 5, 6, 0x0708, {});
-    const std::array<std::uint8_t, 16> want = {kWireVersion, 12, 0x07, 0x08, 1, 2, 3, 4,
-                                               0, 0, 0, 5, 0, 0, 0, 6};
+    const std::array<std::uint8_t, 16> want = {
+        kWireVersion, 12, 0x07, 0x08, 1, 2, 3, 4, 0, 0, 0, 5, 0, 0, 0, 6};
     EXPECT_TRUE(std::equal(f.begin(), f.end(), want.begin()));
 }
 
@@ -157,10 +157,10 @@ class LocalEngine : public ::testing::Test {
         const std::size_t calls = sink.matches.size() + sink.unexpected.size();
         e.on_local_frame(header, payload, sink, kPath, path_trusted);
         EXPECT_EQ(e.rx().*counter, before.*counter + 1);
-        EXPECT_EQ(e.rx().local_frames + e.rx().untrusted_local + e.rx().decode_errors +
-                      e.rx().bad_rank,
-                  before.local_frames + before.untrusted_local + before.decode_errors +
-                      before.bad_rank + 1)
+        EXPECT_EQ(
+            e.rx().local_frames + e.rx().untrusted_local + e.rx().decode_errors + e.rx().bad_rank,
+            before.local_frames + before.untrusted_local + before.decode_errors + before.bad_rank +
+                1)
             << "counted once";
         EXPECT_EQ(sink.matches.size() + sink.unexpected.size(), calls) << "reached the sink";
     }
@@ -282,7 +282,7 @@ TEST_F(LocalEngine, HostileBytesAreCountedOnce) {
         for (auto& b : f)
             b = static_cast<std::uint8_t>(byte(rng));
         if (f.size() >= 12 && (i & 1) != 0) {  // half get past the version and type checks
-            f[0] = kWireVersion;                // and name this communicator
+            f[0] = kWireVersion;               // and name this communicator
             f[1] = kLocalMatchType;
             f[4] = f[5] = f[6] = 0;
             f[7] = kCid;

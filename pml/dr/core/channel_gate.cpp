@@ -2,8 +2,7 @@
 
 namespace pml::dr::core {
 
-bool ChannelGate::admit(PeerId peer, std::uint64_t path, const Common& c,
-                        std::size_t frame_bytes) {
+bool ChannelGate::admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t frame_bytes) {
     return ch_.on_sequenced(peer, path, c.frame_seq, c.ack_seq, now_, frame_bytes,
                             (c.flags & kFlagAckNow) != 0) == Verdict::Deliver;
 }
@@ -13,10 +12,10 @@ bool ChannelGate::fresh(PeerId peer, std::uint32_t seq) const {
 }
 
 void ChannelGate::on_ack(PeerId peer, std::uint64_t path, const AckHdr& ack) {
-    ch_.on_ack(peer, path,
-               AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask, ack.ack_delay,
-                       ack.max_ack_delay},
-               now_);
+    ch_.on_ack(
+        peer, path,
+        AckInfo{ack.common.ack_seq, ack.sack_base, ack.sack_mask, ack.ack_delay, ack.max_ack_delay},
+        now_);
 }
 
 void ChannelGate::on_carried_ack(PeerId peer, std::uint64_t path, std::uint32_t ack_seq) {

@@ -16,8 +16,7 @@ class ChannelGate : public FrameGate {
   public:
     // `now`: the owner's clock, read at every call (the glue updates it
     // before handing a frame to the engine; the simulator before each event).
-    ChannelGate(ReliableChannel& channel, const Micros& now) noexcept
-        : ch_(channel), now_(now) {}
+    ChannelGate(ReliableChannel& channel, const Micros& now) noexcept : ch_(channel), now_(now) {}
 
     bool admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t frame_bytes) override;
     [[nodiscard]] bool fresh(PeerId peer, std::uint32_t seq) const override;

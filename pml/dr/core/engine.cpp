@@ -70,8 +70,8 @@ void Engine::add_comm(std::uint32_t cid, std::vector<PeerId> remote_peers, Engin
         if (p.local) {  // counted when it arrived; its sender is checked now
             const std::span<const std::uint8_t> f(p.frame);
             if (auto h = decode_local_match(f))
-                on_local_match(*h, f.first(kLocalMatchHeaderSize),
-                               f.subspan(kLocalMatchHeaderSize), sink, p.path);
+                on_local_match(*h, f.first(kLocalMatchHeaderSize), f.subspan(kLocalMatchHeaderSize),
+                               sink, p.path);
             continue;
         }
         // Counted in frames/bytes when it arrived; dispatch counts it again.
@@ -429,13 +429,14 @@ void Engine::set_trust(PeerId peer, LocalTrust trust) {
     trust_[peer] = trust;
 }
 
-void Engine::on_local_frame(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload, EngineSink& sink,
+void Engine::on_local_frame(std::span<const std::uint8_t> header,
+                            std::span<const std::uint8_t> payload, EngineSink& sink,
                             std::uint64_t path, bool path_trusted) {
     ++rx_.frames;
     rx_.bytes += header.size() + payload.size();
     if (payload.empty()) {  // one segment: the payload follows the header
         payload = header.size() > kLocalMatchHeaderSize ? header.subspan(kLocalMatchHeaderSize)
-                                                         : std::span<const std::uint8_t>{};
+                                                        : std::span<const std::uint8_t>{};
     } else if (header.size() != kLocalMatchHeaderSize) {
         ++rx_.decode_errors;
         logf(log_, LogLevel::Debug, "dropped LOCAL_MATCH: a %zu-byte header segment",
@@ -472,7 +473,8 @@ void Engine::on_local_match(const LocalMatchHdr& h, std::span<const std::uint8_t
     const PeerId peer = c->remote[static_cast<std::size_t>(h.src_rank)];
     if (!accepts_local(peer)) {
         ++rx_.untrusted_local;
-        logf(log_, LogLevel::Debug, "dropped LOCAL_MATCH: peer %u is not reached through memory only", peer);
+        logf(log_, LogLevel::Debug,
+             "dropped LOCAL_MATCH: peer %u is not reached through memory only", peer);
         return;
     }
     ++rx_.local_frames;

@@ -220,9 +220,8 @@ class Engine {
     // path_trusted: the glue trusts the BTL it came on. The sender is the
     // peer at src_rank of communicator cid, which must be trusted as well;
     // any other frame is refused and counted (untrusted_local).
-    void on_local_frame(std::span<const std::uint8_t> header,
-                        std::span<const std::uint8_t> payload, EngineSink& sink,
-                        std::uint64_t path, bool path_trusted);
+    void on_local_frame(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload,
+                        EngineSink& sink, std::uint64_t path, bool path_trusted);
 
     [[nodiscard]] const RxCounters& rx() const noexcept { return rx_; }
     [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_; }
@@ -337,8 +336,8 @@ class Engine {
     Config config_;
     plugin::common::LogSink& log_;
     std::vector<PeerName> peers_;
-    std::vector<std::uint8_t> dead_;     // by PeerId: fail_peer() was called (1)
-    std::vector<LocalTrust> trust_;      // by PeerId: set_trust
+    std::vector<std::uint8_t> dead_;  // by PeerId: fail_peer() was called (1)
+    std::vector<LocalTrust> trust_;   // by PeerId: set_trust
     std::size_t dead_count_ = 0;
     PeerName local_{};
     bool has_local_ = false;

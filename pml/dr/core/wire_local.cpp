@@ -15,8 +15,7 @@ namespace {
 
 // The header is four big-endian words: one load or store each.
 constexpr std::uint32_t first_word(std::uint16_t msg_seq) noexcept {
-    return (std::uint32_t{kWireVersion} << 24) |
-           (std::uint32_t{kLocalMatchType} << 16) | msg_seq;
+    return (std::uint32_t{kWireVersion} << 24) | (std::uint32_t{kLocalMatchType} << 16) | msg_seq;
 }
 
 void put_word(std::uint8_t* p, std::uint32_t v) noexcept {

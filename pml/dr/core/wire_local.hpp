@@ -42,11 +42,13 @@ struct LocalMatchHdr {
 };
 
 // Writes the 16-byte header at `out` (exactly kLocalMatchHeaderSize bytes).
-void encode_local_match(const LocalMatchHdr& h, std::span<std::uint8_t, kLocalMatchHeaderSize> out) noexcept;
+void encode_local_match(const LocalMatchHdr& h,
+                        std::span<std::uint8_t, kLocalMatchHeaderSize> out) noexcept;
 
 // Reads the header at the start of `header` (at least kLocalMatchHeaderSize
 // bytes). Refuses a short buffer, another version or another type.
-plugin::common::Result<LocalMatchHdr> decode_local_match(std::span<const std::uint8_t> header) noexcept;
+plugin::common::Result<LocalMatchHdr> decode_local_match(
+    std::span<const std::uint8_t> header) noexcept;
 
 // The MATCH fields a LOCAL_MATCH stands for (no checksum: nothing to check).
 MatchFields match_fields_of(const LocalMatchHdr& h, std::size_t payload_len) noexcept;

@@ -56,7 +56,8 @@ std::span<const std::uint8_t> bytes_of(const mca_btl_base_segment_t& s) noexcept
 void local_publish(const core::Config& config, const mca_base_component_t* component) noexcept {
     g_local.component = component;
     const std::array media{core::PathMedium::Memory};
-    std::uint8_t sends = core::local_trust(config, media) == core::LocalTrust::AcceptAndSend ? 1 : 0;
+    std::uint8_t sends =
+        core::local_trust(config, media) == core::LocalTrust::AcceptAndSend ? 1 : 0;
     int rc = OPAL_SUCCESS;
     OPAL_MODEX_SEND(rc, plugin::common::kModexLocal, component, &sends, sizeof sends);
     if (rc != OPAL_SUCCESS)
@@ -104,8 +105,8 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
     std::size_t size = 0;
     if (count > 0) {
-        opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &dt->super, count,
-                                                 buf, 0, &conv);
+        opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &dt->super, count, buf,
+                                                 0, &conv);
         opal_convertor_get_packed_size(&conv, &size);
     }
     core::Engine& eng = *state().engine;
