@@ -65,9 +65,9 @@ struct NodeSink : EngineSink {
     }
 };
 
-// The lossy variant's stand-in for the glue: ChannelOutput towards the
-// network, FrameGate for the engine. Methods forward to SimRun.
-// The channel's outputs in the simulator (frames onto the network).
+// The lossy variant's stand-in for the glue's ChannelOutput: the channel's
+// outputs onto the simulated network (methods forward to SimRun). The
+// engine reaches the channel through the production ChannelGate.
 struct NodeGlue final : ChannelOutput {
     SimRun* run = nullptr;
     int rank = 0;
