@@ -1,8 +1,8 @@
 #include "local_path.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <array>
+#include <cstdlib>
 #include <vector>
 
 #include "pml.hpp"
