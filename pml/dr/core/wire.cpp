@@ -1,6 +1,7 @@
 #include "wire.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -367,6 +368,173 @@ Result<std::size_t> encode(const NackHdr& h, std::span<std::uint8_t> out) noexce
 
 // Assigning trivially copyable headers to the variant cannot throw.
 // NOLINTNEXTLINE(bugprone-exception-escape)
+namespace {
+
+// What a type's decoder checks besides its own fields: the common header,
+// the payload bytes present, and the first problem it found.
+struct TypeCheck {
+    const Common& c;
+    std::size_t payload;  // bytes after the header
+    bool reserved_ok = true;
+    bool rejected = false;
+    Error bad;
+
+    void reject(const Error& e) noexcept {
+        if (!rejected)
+            bad = e;
+        rejected = true;
+    }
+    // payload_len must be the bytes present; payload_crc zero without the flag.
+    bool payload_len_ok(std::uint32_t declared, std::uint32_t pcrc) noexcept {
+        if (declared != payload) {
+            reject(Error(ErrorCode::BadLength, "payload_len disagrees with frame length"));
+            return false;
+        }
+        if ((c.flags & kFlagPayloadCsum) == 0 && pcrc != 0) {
+            reject(Error(ErrorCode::BadField, "payload_crc set without csum flag"));
+            return false;
+        }
+        return true;
+    }
+};
+
+// One decoder per frame type: reads the type's fields after the common
+// header and records what is wrong with them (kDecoders, by type byte).
+using TypeDecoder = void (*)(FixedReader& r, TypeCheck& t, Header& out);
+
+void decode_match_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    MatchHdr h{t.c, get_match(r, t.reserved_ok)};
+    t.payload_len_ok(h.match.payload_len, h.match.payload_crc);
+    out = h;
+}
+
+void decode_rndv_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    RndvHdr h{t.c, get_match(r, t.reserved_ok), 0, 0, 0};
+    h.msg_len = r.u64();
+    h.send_req = r.u64();
+    h.remote_addr = r.u64();
+    out = h;
+    if (!t.payload_len_ok(h.match.payload_len, h.match.payload_crc))
+        return;
+    const std::uint16_t flags = t.c.flags;
+    const bool rget = (flags & kFlagRget) != 0;
+    const bool data_csum = (flags & kFlagDataCsum) != 0;
+    if (rget && (flags & kFlagPayloadCsum) == 0)
+        t.reject(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
+    else if (data_csum && !rget)
+        t.reject(Error(ErrorCode::BadField, "data checksum flag without RGET"));
+    else if (data_csum && h.match.payload_len < kDataCsumSize)
+        t.reject(Error(ErrorCode::BadLength, "RGET payload too short for its data checksum"));
+    else if (rget && h.remote_addr == 0)
+        t.reject(Error(ErrorCode::BadField, "RGET without a remote address"));
+    else if (!rget && h.remote_addr != 0)
+        t.reject(Error(ErrorCode::BadField, "remote_addr set without RGET flag"));
+    else if (!rget && h.msg_len < h.match.payload_len)
+        t.reject(Error(ErrorCode::BadLength, "RNDV payload longer than the message"));
+}
+
+void decode_cts_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    CtsHdr h{t.c, 0, 0, 0, 0};
+    h.send_req = r.u64();
+    h.recv_req = r.u64();
+    h.offset = r.u64();
+    h.want_len = r.u64();
+    if (t.payload != 0)
+        t.reject(Error(ErrorCode::BadLength, "CTS carries no payload"));
+    if (h.offset > h.want_len)
+        t.reject(Error(ErrorCode::BadField, "CTS offset past want_len"));
+    out = h;
+}
+
+void decode_frag_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    FragHdr h{t.c, 0, 0, 0, 0};
+    h.recv_req = r.u64();
+    h.offset = r.u64();
+    h.payload_len = r.u32();
+    h.payload_crc = r.u32();
+    if (t.payload_len_ok(h.payload_len, h.payload_crc) && (t.c.flags & kFlagPutDone) != 0 &&
+        t.payload != 0)
+        t.reject(Error(ErrorCode::BadField, "PUT-done FRAG with a payload"));
+    out = h;
+}
+
+void decode_put_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    PutHdr h{t.c, 0, 0, 0, 0, 0};
+    h.send_req = r.u64();
+    h.recv_req = r.u64();
+    h.offset = r.u64();
+    h.want_len = r.u64();
+    h.remote_addr = r.u64();
+    if (t.payload != 0)
+        t.reject(Error(ErrorCode::BadLength, "PUT carries no payload"));
+    if (h.offset > h.want_len)
+        t.reject(Error(ErrorCode::BadField, "PUT offset past want_len"));
+    if (h.remote_addr == 0)
+        t.reject(Error(ErrorCode::BadField, "PUT without a remote address"));
+    out = h;
+}
+
+void decode_ack_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    AckHdr h{t.c, 0, 0};
+    h.sack_base = r.u32();
+    h.sack_mask = r.u64();
+    h.ack_delay = r.u32();
+    h.max_ack_delay = r.u32();
+    out = h;
+    if (t.payload != 0)
+        t.reject(Error(ErrorCode::BadLength, "ACK carries no payload"));
+}
+
+void decode_credit_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    out = CreditHdr{t.c, r.u64()};
+    if (t.payload != 0)
+        t.reject(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
+}
+
+void decode_probe_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    const ProbeHdr h{t.c, r.u32(), t.c.type == FrameType::ProbeAck};
+    t.reserved_ok = r.u32() == 0;
+    out = h;
+    if (t.payload != 0)
+        t.reject(Error(ErrorCode::BadLength, "PROBE carries no payload"));
+    else if (h.probe_id == 0)
+        t.reject(Error(ErrorCode::BadField, "PROBE without an id"));
+}
+
+void decode_bye_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    t.reserved_ok = r.u64() == 0;
+    out = ByeHdr{t.c};
+    if (t.payload != 0)
+        t.reject(Error(ErrorCode::BadLength, "BYE carries no payload"));
+}
+
+void decode_nack_fields(FixedReader& r, TypeCheck& t, Header& out) {
+    const NackHdr h{t.c, r.u32()};
+    t.reserved_ok = r.u32() == 0;
+    out = h;
+    if (t.payload != 0)
+        t.reject(Error(ErrorCode::BadLength, "NACK carries no payload"));
+}
+
+// By type byte; header_size() != 0 exactly where an entry is set.
+constexpr std::array<TypeDecoder, 12> kDecoders = {
+    nullptr,
+    decode_match_fields,
+    decode_rndv_fields,
+    decode_cts_fields,
+    decode_frag_fields,
+    decode_ack_fields,
+    decode_credit_fields,
+    decode_nack_fields,
+    decode_put_fields,
+    decode_probe_fields,
+    decode_probe_fields,
+    decode_bye_fields,
+};
+static_assert(static_cast<std::size_t>(FrameType::Bye) + 1 == kDecoders.size());
+
+}  // namespace
+
 Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t payload_bytes,
                                 Decoded& d) noexcept {
     // Only the type byte is looked at before the CRC: it says how many bytes
@@ -405,148 +573,12 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
     c.frame_seq = r.u32();
     c.ack_seq = r.u32();
 
-    const std::size_t payload = (bytes.size() - hsize) + payload_bytes;
-    // The first problem found in the type-specific fields.
-    bool rejected = false;
-    Error bad;
-    auto reject = [&](const Error& e) {
-        if (!rejected)
-            bad = e;
-        rejected = true;
-    };
-    auto check_payload_len = [&](std::uint32_t declared, std::uint32_t pcrc) -> bool {
-        if (declared != payload) {
-            reject(Error(ErrorCode::BadLength, "payload_len disagrees with frame length"));
-            return false;
-        }
-        if ((c.flags & kFlagPayloadCsum) == 0 && pcrc != 0) {
-            reject(Error(ErrorCode::BadField, "payload_crc set without csum flag"));
-            return false;
-        }
-        return true;
-    };
-    bool reserved_ok = true;
-    switch (type) {
-        case FrameType::Match: {
-            MatchHdr h{c, get_match(r, reserved_ok)};
-            check_payload_len(h.match.payload_len, h.match.payload_crc);
-            d.header = h;
-            break;
-        }
-        case FrameType::Rndv: {
-            RndvHdr h{c, get_match(r, reserved_ok), 0, 0, 0};
-            h.msg_len = r.u64();
-            h.send_req = r.u64();
-            h.remote_addr = r.u64();
-            const bool rget = (c.flags & kFlagRget) != 0;
-            if (!check_payload_len(h.match.payload_len, h.match.payload_crc))
-                break;
-            const bool data_csum = (c.flags & kFlagDataCsum) != 0;
-            if (rget && (c.flags & kFlagPayloadCsum) == 0)
-                reject(Error(ErrorCode::BadField, "RGET handle without payload checksum"));
-            else if (data_csum && !rget)
-                reject(Error(ErrorCode::BadField, "data checksum flag without RGET"));
-            else if (data_csum && h.match.payload_len < kDataCsumSize)
-                reject(Error(ErrorCode::BadLength, "RGET payload too short for its data checksum"));
-            else if (rget && h.remote_addr == 0)
-                reject(Error(ErrorCode::BadField, "RGET without a remote address"));
-            else if (!rget && h.remote_addr != 0)
-                reject(Error(ErrorCode::BadField, "remote_addr set without RGET flag"));
-            else if (!rget && h.msg_len < h.match.payload_len)
-                reject(Error(ErrorCode::BadLength, "RNDV payload longer than the message"));
-            d.header = h;
-            break;
-        }
-        case FrameType::Cts: {
-            CtsHdr h{c, 0, 0, 0, 0};
-            h.send_req = r.u64();
-            h.recv_req = r.u64();
-            h.offset = r.u64();
-            h.want_len = r.u64();
-            if (payload != 0)
-                reject(Error(ErrorCode::BadLength, "CTS carries no payload"));
-            if (h.offset > h.want_len)
-                reject(Error(ErrorCode::BadField, "CTS offset past want_len"));
-            d.header = h;
-            break;
-        }
-        case FrameType::Frag: {
-            FragHdr h{c, 0, 0, 0, 0};
-            h.recv_req = r.u64();
-            h.offset = r.u64();
-            h.payload_len = r.u32();
-            h.payload_crc = r.u32();
-            if (check_payload_len(h.payload_len, h.payload_crc) && (c.flags & kFlagPutDone) != 0 &&
-                payload != 0)
-                reject(Error(ErrorCode::BadField, "PUT-done FRAG with a payload"));
-            d.header = h;
-            break;
-        }
-        case FrameType::Put: {
-            PutHdr h{c, 0, 0, 0, 0, 0};
-            h.send_req = r.u64();
-            h.recv_req = r.u64();
-            h.offset = r.u64();
-            h.want_len = r.u64();
-            h.remote_addr = r.u64();
-            if (payload != 0)
-                reject(Error(ErrorCode::BadLength, "PUT carries no payload"));
-            if (h.offset > h.want_len)
-                reject(Error(ErrorCode::BadField, "PUT offset past want_len"));
-            if (h.remote_addr == 0)
-                reject(Error(ErrorCode::BadField, "PUT without a remote address"));
-            d.header = h;
-            break;
-        }
-        case FrameType::Ack: {
-            AckHdr h{c, 0, 0};
-            h.sack_base = r.u32();
-            h.sack_mask = r.u64();
-            h.ack_delay = r.u32();
-            h.max_ack_delay = r.u32();
-            d.header = h;
-            if (payload != 0)
-                reject(Error(ErrorCode::BadLength, "ACK carries no payload"));
-            break;
-        }
-        case FrameType::Credit: {
-            const CreditHdr h{c, r.u64()};
-            d.header = h;
-            if (payload != 0)
-                reject(Error(ErrorCode::BadLength, "CREDIT carries no payload"));
-            break;
-        }
-        case FrameType::Probe:
-        case FrameType::ProbeAck: {
-            const ProbeHdr h{c, r.u32(), type == FrameType::ProbeAck};
-            reserved_ok = r.u32() == 0;
-            d.header = h;
-            if (payload != 0)
-                reject(Error(ErrorCode::BadLength, "PROBE carries no payload"));
-            else if (h.probe_id == 0)
-                reject(Error(ErrorCode::BadField, "PROBE without an id"));
-            break;
-        }
-        case FrameType::Bye: {
-            reserved_ok = r.u64() == 0;
-            d.header = ByeHdr{c};
-            if (payload != 0)
-                reject(Error(ErrorCode::BadLength, "BYE carries no payload"));
-            break;
-        }
-        case FrameType::Nack: {
-            const NackHdr h{c, r.u32()};
-            reserved_ok = r.u32() == 0;
-            d.header = h;
-            if (payload != 0)
-                reject(Error(ErrorCode::BadLength, "NACK carries no payload"));
-            break;
-        }
-    }
-    if (!reserved_ok)
+    TypeCheck t{c, (bytes.size() - hsize) + payload_bytes};
+    kDecoders[static_cast<std::size_t>(type)](r, t, d.header);
+    if (!t.reserved_ok)
         return fail(ErrorCode::BadField, "reserved field not zero");
-    if (rejected)
-        return fail(bad);
+    if (t.rejected)
+        return fail(t.bad);
     d.payload = bytes.subspan(hsize);
     return {};
 }
