@@ -45,6 +45,20 @@ constexpr T to_big_endian(T v) noexcept {
     }
 }
 
+// One big-endian field at p, which must have sizeof(T) bytes (fixed-size
+// headers checked once; the classes below check every field).
+template <std::unsigned_integral T>
+inline void store_be(std::uint8_t* p, T v) noexcept {
+    v = to_big_endian(v);
+    std::memcpy(p, &v, sizeof(T));
+}
+template <std::unsigned_integral T>
+inline T load_be(const std::uint8_t* p) noexcept {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return to_big_endian(v);  // its own inverse
+}
+
 class ByteWriter {
   public:
     explicit ByteWriter(std::span<std::uint8_t> out) noexcept : out_(out) {}
@@ -104,11 +118,6 @@ class ByteWriter {
         return p;
     }
 
-    template <std::unsigned_integral T>
-    static void store_be(std::uint8_t* p, T v) noexcept {
-        v = to_big_endian(v);
-        std::memcpy(p, &v, sizeof(T));
-    }
     template <std::unsigned_integral T>
     void put(T v) noexcept {
         if (std::uint8_t* p = claim(sizeof(T)); p != nullptr)
@@ -217,11 +226,7 @@ class ByteReader {
     template <std::unsigned_integral T>
     T get() noexcept {
         const std::uint8_t* p = consume(sizeof(T));
-        if (p == nullptr)
-            return 0;
-        T v = 0;
-        std::memcpy(&v, p, sizeof(T));
-        return to_big_endian(v);  // its own inverse
+        return p == nullptr ? 0 : load_be<T>(p);
     }
     void set_error(Error e) noexcept {
         ok_ = false;

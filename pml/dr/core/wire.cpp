@@ -15,6 +15,8 @@ using plugin::common::crc32c;
 using plugin::common::Error;
 using plugin::common::ErrorCode;
 using plugin::common::fail;
+using plugin::common::load_be;
+using plugin::common::store_be;
 
 namespace {
 
@@ -79,10 +81,9 @@ class FixedReader {
     explicit FixedReader(const std::uint8_t* p) noexcept : p_(p) {}
     template <std::unsigned_integral T>
     [[gnu::always_inline]] T get() noexcept {
-        T v;
-        std::memcpy(&v, p_ + at_, sizeof v);
+        const T v = load_be<T>(p_ + at_);
         at_ += sizeof v;
-        return plugin::common::to_big_endian(v);
+        return v;
     }
     [[gnu::always_inline]] std::uint32_t u32() noexcept { return get<std::uint32_t>(); }
     [[gnu::always_inline]] std::uint64_t u64() noexcept { return get<std::uint64_t>(); }
@@ -148,11 +149,6 @@ std::uint32_t header_crc(FrameType type, const std::uint8_t* hdr) noexcept {
     return 0;  // unreachable: callers checked header_size(type) != 0
 }
 
-void put_be32(std::uint8_t* p, std::uint32_t v) noexcept {
-    v = plugin::common::to_big_endian(v);
-    std::memcpy(p, &v, sizeof v);
-}
-
 // Encodes header type T of size N into out: the fields, then the CRC.
 template <std::size_t N, typename Fill>
 [[gnu::always_inline]] inline Result<std::size_t> encode_fixed(std::span<std::uint8_t> out,
@@ -162,7 +158,7 @@ template <std::size_t N, typename Fill>
     FixedWriter w(out.data());
     fill(w);
     const std::size_t n = w.finish();
-    put_be32(out.data() + kCrcOffset, header_crc<N>(out.data()));
+    store_be(out.data() + kCrcOffset, header_crc<N>(out.data()));
     return n;
 }
 
@@ -182,9 +178,9 @@ Result<void> stamp(std::span<std::uint8_t> header, std::uint32_t frame_seq, std:
     const auto flags = static_cast<std::uint16_t>(((header[2] << 8) | header[3]) | add_flags);
     header[2] = static_cast<std::uint8_t>(flags >> 8);
     header[3] = static_cast<std::uint8_t>(flags);
-    put_be32(header.data() + kCommonHeaderSize - 8, frame_seq);
-    put_be32(header.data() + kCommonHeaderSize - 4, ack_seq);
-    put_be32(header.data() + kCrcOffset,
+    store_be(header.data() + kCommonHeaderSize - 8, frame_seq);
+    store_be(header.data() + kCommonHeaderSize - 4, ack_seq);
+    store_be(header.data() + kCrcOffset,
              header_crc(static_cast<FrameType>(header[1]), header.data()));
     return {};
 }
