@@ -90,9 +90,7 @@ Frag* new_frag(mca_btl_base_endpoint_t* ep, std::size_t bytes, uint32_t flags) n
 
 namespace {
 
-std::span<const std::uint8_t> bytes_of(const mca_btl_base_segment_t& seg) noexcept {
-    return {static_cast<const std::uint8_t*>(seg.seg_addr.pval), seg.seg_len};
-}
+using plugin::common::bytes_of;
 
 // A zcopy send finished (from UCT's progress, lock held).
 void zcopy_done(void* arg, bool ok) {

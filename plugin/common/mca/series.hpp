@@ -7,7 +7,9 @@
 #pragma once
 #include "opal_prelude.hpp"
 
+#include <cstdint>
 #include <span>
+#include <vector>
 
 namespace plugin::common {
 
@@ -33,6 +35,21 @@ inline constexpr auto kModexUint32 = OPAL_UINT32;
 // descriptor). The glue writes one handler over the segments and registers
 // recv_callback<handler>.
 using RecvSegments = std::span<const mca_btl_base_segment_t>;
+
+// The bytes of one segment.
+inline std::span<const std::uint8_t> bytes_of(const mca_btl_base_segment_t& seg) noexcept {
+    return {static_cast<const std::uint8_t*>(seg.seg_addr.pval), seg.seg_len};
+}
+// The segments' bytes in one buffer (for the rare BTL that hands over a
+// frame in pieces).
+inline std::vector<std::uint8_t> gathered(RecvSegments segments) {
+    std::vector<std::uint8_t> all;
+    for (const mca_btl_base_segment_t& s : segments) {
+        const auto b = bytes_of(s);
+        all.insert(all.end(), b.begin(), b.end());
+    }
+    return all;
+}
 using RecvHandler = void (*)(mca_btl_base_module_t* btl, RecvSegments segments) noexcept;
 
 #if OPAL_MAJOR_VERSION >= 5

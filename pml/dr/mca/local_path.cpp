@@ -47,10 +47,6 @@ bool peer_sends_local(ompi_proc_t* proc) noexcept {
     return sends;
 }
 
-std::span<const std::uint8_t> bytes_of(const mca_btl_base_segment_t& s) noexcept {
-    return {static_cast<const std::uint8_t*>(s.seg_addr.pval), s.seg_len};
-}
-
 }  // namespace
 
 void local_publish(const core::Config& config, const mca_base_component_t* component) noexcept {
@@ -134,6 +130,7 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
 }
 
 void local_recv(mca_btl_base_module_t* btl, plugin::common::RecvSegments seg) noexcept {
+    using plugin::common::bytes_of;
     Guard g;
     core::Engine& eng = *state().engine;
     const bool trusted = btl_trusted(btl);
@@ -143,12 +140,8 @@ void local_recv(mca_btl_base_module_t* btl, plugin::common::RecvSegments seg) no
                            engine_sink(), path_of(btl), trusted);
         return;
     }
-    std::vector<std::uint8_t> frame;  // not seen from self or vader: gathered
-    for (const mca_btl_base_segment_t& s : seg) {
-        const auto b = bytes_of(s);
-        frame.insert(frame.end(), b.begin(), b.end());
-    }
-    eng.on_local_frame(frame, {}, engine_sink(), path_of(btl), trusted);
+    // Not seen from self or vader.
+    eng.on_local_frame(plugin::common::gathered(seg), {}, engine_sink(), path_of(btl), trusted);
 }
 
 std::uint64_t local_frames_sent() noexcept {

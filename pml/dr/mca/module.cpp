@@ -69,13 +69,8 @@ void btl_recv(mca_btl_base_module_t* btl, plugin::common::RecvSegments seg) noex
         return;
     }
     Guard g;
-    // Rare: a BTL that hands us several segments. Gather them.
-    std::vector<std::uint8_t> frame;
-    for (const mca_btl_base_segment_t& s : seg) {
-        const auto* p = static_cast<const std::uint8_t*>(s.seg_addr.pval);
-        frame.insert(frame.end(), p, p + s.seg_len);
-    }
-    reliability_on_frame(btl, frame);
+    // Rare: a BTL that hands us several segments.
+    reliability_on_frame(btl, plugin::common::gathered(seg));
 }
 
 // A BTL lost its connection to a peer (or, errproc null, everything): the
