@@ -85,8 +85,8 @@ int register_params(const mca_base_component_2_1_0_t* component) noexcept {
         ParamSpec{"trust_local",
                   "Small messages to a peer reached only through memory (self, vader) go with a "
                   "16-byte header, no sequence, acknowledgement, checksum or kept copy, as memory "
-                  "cannot lose or damage them (off: the full protocol everywhere; also off while "
-                  "faults are injected or pml_dr_csum=always)",
+                  "cannot lose or damage them (off: the full protocol everywhere; also off towards "
+                  "a peer that has it off, and while faults are injected or pml_dr_csum=always)",
                   ParamType::Bool, &r.trust_local, d.trust_local},
         ParamSpec{"stats", "Print per-peer reliability counters at MPI_Finalize", ParamType::Bool,
                   &r.stats, d.stats},
