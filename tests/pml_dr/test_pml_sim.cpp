@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "channel.hpp"
-#include "channel_gate.hpp"
 #include "engine.hpp"
 #include "frame_util.hpp"
 #include "match_oracle.hpp"
 #include "network.hpp"
+#include "reliable_engine.hpp"
 #include "rng.hpp"
 #include "seeds.hpp"
 #include "simulator.hpp"
@@ -65,9 +65,8 @@ struct NodeSink : EngineSink {
     }
 };
 
-// The lossy variant's stand-in for the glue's ChannelOutput: the channel's
-// outputs onto the simulated network (methods forward to SimRun). The
-// engine reaches the channel through the production ChannelGate.
+// The lossy variant's transport, the glue's ChannelOutput here: the
+// channel's outputs onto the simulated network (methods forward to SimRun).
 struct NodeGlue final : ChannelOutput {
     SimRun* run = nullptr;
     int rank = 0;
@@ -82,36 +81,22 @@ struct NodeGlue final : ChannelOutput {
     void abandoned(PeerId peer, FrameToken token) override;
 };
 
-// The production wiring of engine and channel (ChannelGate), which also
-// tells the reference matcher of each first arrival it admits.
-class ObservedGate final : public ChannelGate {
-  public:
-    ObservedGate(ReliableChannel& ch, const Micros& clock, SimRun& run, int rank)
-        : ChannelGate(ch, clock), run_(run), rank_(rank) {}
-    bool admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) override;
-
-  private:
-    SimRun& run_;
-    int rank_;
-};
-
 struct Node {
-    std::unique_ptr<Engine> engine;
+    // The ordered variant: an engine alone (no reliability layer). The lossy
+    // one: the production protocol object, engine and channel.
+    std::unique_ptr<Engine> bare;
+    std::unique_ptr<ReliableEngine> rel;
+    Engine& engine() { return rel ? rel->engine() : *bare; }
+    ReliableChannel& ch() { return rel->channel(); }
     NodeSink sink;
     std::unique_ptr<Oracle> oracle;
     std::vector<Recv> recvs;  // index == handle
     std::uint64_t frames_in = 0;
     // lossy variant
     NodeGlue glue;
-    std::unique_ptr<ReliableChannel> ch;
-    Micros clock = 0;  // the gate's clock: the simulator's, set before each arrival
-    std::unique_ptr<ObservedGate> gate;
     std::map<FrameToken, std::vector<std::uint8_t>> store;  // frames kept until acked
     std::vector<std::deque<FrameToken>> backlog;            // per peer, window full
     std::set<PeerId> pumping;                               // peers inside pump()
-    // The MATCH being fed to the engine: the oracle is asked only if the gate admits it.
-    std::optional<std::pair<int, MatchHdr>> arriving;
-    std::optional<std::vector<Oracle::Event>> want;
 };
 
 struct RunStats {
@@ -166,20 +151,25 @@ class SimRun {
         std::vector<PeerId> remote;
         for (int r = 0; r < n_; ++r) {
             Node& node = nodes_[static_cast<std::size_t>(r)];
-            node.engine = std::make_unique<Engine>(cfg, plugin::common::NullLogSink::instance());
+            if (lossy_)
+                node.rel =
+                    std::make_unique<ReliableEngine>(cfg, channel_params(r, node), node.glue,
+                                                     plugin::common::NullLogSink::instance());
+            else
+                node.bare = std::make_unique<Engine>(cfg, plugin::common::NullLogSink::instance());
             for (int p = 0; p < n_; ++p)
-                EXPECT_EQ(node.engine->add_peer({kJob, static_cast<std::uint32_t>(p)}),
+                EXPECT_EQ(node.engine().add_peer({kJob, static_cast<std::uint32_t>(p)}),
                           static_cast<PeerId>(p));
             node.sink.run = this;
             node.sink.rank = r;
             node.oracle = std::make_unique<Oracle>(n_);
             remote.push_back(static_cast<PeerId>(r));
             if (lossy_)
-                add_channel(r, node);
+                add_paths(node);
         }
         for (int r = 0; r < n_; ++r) {
             Node& node = nodes_[static_cast<std::size_t>(r)];
-            node.engine->add_comm(kCid, remote, node.sink);
+            node.engine().add_comm(kCid, remote, node.sink);
             net_.attach(
                 r, sim::Endpoint{
                        [this, r](sim::Rank src, sim::LinkIndex link,
@@ -187,9 +177,9 @@ class SimRun {
                        {},
                        [this, r](sim::Rank peer, sim::LinkIndex link) {
                            Node& n = nodes_[static_cast<std::size_t>(r)];
-                           if (n.ch)
-                               n.ch->remove_path(static_cast<PeerId>(peer),
-                                                 static_cast<PathId>(link), sim_.now());
+                           if (n.rel)
+                               n.rel->path_lost(static_cast<PeerId>(peer),
+                                                static_cast<PathId>(link), sim_.now());
                        }});
         }
         plan_traffic(msgs_per_node);
@@ -235,17 +225,17 @@ class SimRun {
         std::vector<std::uint8_t> bytes = it->second;
         // As the glue does: every transmission carries the current ack_seq,
         // which then needs no ACK frame.
-        const std::uint32_t ack = node.ch->ack_seq(peer);
+        const std::uint32_t ack = node.ch().ack_seq(peer);
         ASSERT_TRUE(stamp(bytes, ref.seq, ack, retransmit ? kFlagRetransmit : 0).has_value());
         const bool ok =
             net_.send(sim::Frame{rank, static_cast<int>(peer), static_cast<sim::LinkIndex>(path),
                                  std::move(bytes)}) == sim::SendStatus::Ok;
         if (ok)
-            node.ch->ack_carried(peer, ack);
+            node.ch().ack_carried(peer, ack);
         // The BTL's completion comes later, as its own event.
         sim_.schedule_after(1, [this, rank, peer, path, ref, ok] {
-            nodes_[static_cast<std::size_t>(rank)].ch->on_local_complete(peer, path, ref, ok,
-                                                                         sim_.now());
+            nodes_[static_cast<std::size_t>(rank)].ch().on_local_complete(peer, path, ref, ok,
+                                                                          sim_.now());
         });
     }
     template <class Hdr>
@@ -267,20 +257,13 @@ class SimRun {
         ADD_FAILURE() << "rank " << rank << " declared peer " << peer
                       << " dead while link 0 still works";
     }
-    // The gate admitted a first arrival: the reference matcher sees the
-    // MATCH being fed, if that is what it is.
-    void admitted(int rank) {
-        Node& node = nodes_[static_cast<std::size_t>(rank)];
-        if (node.arriving) {
-            const MatchHdr& h = node.arriving->second;
-            node.want = node.oracle->arrive(node.arriving->first, h.match.tag, h.match.msg_seq);
-        }
-    }
-    ReliableChannel& channel_of(int rank) { return *nodes_[static_cast<std::size_t>(rank)].ch; }
+    ReliableChannel& channel_of(int rank) { return nodes_[static_cast<std::size_t>(rank)].ch(); }
     sim::Micros now() const { return sim_.now(); }
 
   private:
-    void add_channel(int r, Node& node) {
+    // The lossy variant's channel parameters; also points the node's
+    // transport at this run.
+    ChannelParams channel_params(int r, Node& node) {
         ChannelParams p;
         p.window = 64;  // small, so back-pressure is part of every run
         p.ack_every = 8;
@@ -291,16 +274,17 @@ class SimRun {
         p.peer_dead_timeout = 5 * plugin::common::kSeconds;
         node.glue.run = this;
         node.glue.rank = r;
-        node.ch = std::make_unique<ReliableChannel>(p, node.glue);
+        return p;
+    }
+    // Both links to every peer, and the protocol's timers on the simulator.
+    void add_paths(Node& node) {
         node.backlog.resize(static_cast<std::size_t>(n_));
         for (int peer = 0; peer < n_; ++peer) {
-            node.ch->add_peer(static_cast<PeerId>(peer));
+            node.ch().add_peer(static_cast<PeerId>(peer));
             for (PathId link = 0; link < 2; ++link)
-                EXPECT_TRUE(node.ch->add_path(static_cast<PeerId>(peer), link));
+                EXPECT_TRUE(node.ch().add_path(static_cast<PeerId>(peer), link));
         }
-        node.gate = std::make_unique<ObservedGate>(*node.ch, node.clock, *this, r);
-        node.engine->set_gate(node.gate.get());
-        sim_.add_engine(*node.ch);
+        sim_.add_engine(*node.rel);
     }
 
     // Submits what the window takes, oldest first.
@@ -318,13 +302,13 @@ class SimRun {
         auto& q = node.backlog[peer];
         while (!q.empty()) {
             const FrameToken t = q.front();
-            const SubmitResult r = node.ch->submit(peer, t, sim_.now(), node.store.at(t).size());
+            const SubmitResult r = node.ch().submit(peer, t, sim_.now(), node.store.at(t).size());
             if (!r.ok()) {
                 ASSERT_EQ(r.status, SubmitStatus::WindowFull) << to_string(r.status);
                 return;
             }
             q.pop_front();
-            node.ch->settle_batches();  // as the glue does after each transmission
+            node.ch().settle_batches();  // as the glue does after each transmission
         }
     }
 
@@ -334,7 +318,7 @@ class SimRun {
             EXPECT_TRUE(node.store.empty()) << "rank " << r << " still holds frames";
             for (int peer = 0; peer < n_; ++peer) {
                 EXPECT_TRUE(node.backlog[static_cast<std::size_t>(peer)].empty());
-                const PeerCounters* c = node.ch->counters(static_cast<PeerId>(peer));
+                const PeerCounters* c = node.ch().counters(static_cast<PeerId>(peer));
                 ASSERT_NE(c, nullptr);
                 EXPECT_EQ(c->bad_acks, 0u);
                 EXPECT_EQ(c->frames_abandoned, 0u);
@@ -423,7 +407,7 @@ class SimRun {
     void send_next(int s, int d) {
         std::uint32_t& next = next_send_[{s, d}];
         const Msg& m = msg(s, d, next++);
-        Engine& eng = *nodes_[static_cast<std::size_t>(s)].engine;
+        Engine& eng = nodes_[static_cast<std::size_t>(s)].engine();
         const std::uint16_t seq = eng.comm(kCid)->next_send_seq(d);
         ASSERT_EQ(seq, static_cast<std::uint16_t>(m.id));
         const auto payload = pattern(m.size, static_cast<std::uint32_t>(s), m.id);
@@ -446,7 +430,7 @@ class SimRun {
         Node& node = nodes_[static_cast<std::size_t>(d)];
         Recv& r = node.recvs[i];
         auto want = node.oracle->post(r.handle, r.src, r.tag);
-        UnexpectedPtr got = node.engine->post_recv(kCid, r.handle, r.src, r.tag, node.sink);
+        UnexpectedPtr got = node.engine().post_recv(kCid, r.handle, r.src, r.tag, node.sink);
         ASSERT_EQ(got != nullptr, want.has_value()) << "post of receive " << i << " at node " << d;
         if (!got)
             return;
@@ -462,17 +446,14 @@ class SimRun {
         auto d = decode(bytes);
         if (lossy_) {
             // The engine sees everything (it counts damage and reports it);
-            // the oracle only what the channel admits as a first arrival.
-            node.arriving.reset();
-            node.want.reset();
-            if (d.has_value())
-                if (const auto* h = std::get_if<MatchHdr>(&d->header))
-                    node.arriving.emplace(src, *h);
+            // the oracle only what the channel admitted as a first arrival.
             node.sink.events.clear();
-            node.clock = sim_.now();
-            node.engine->on_frame(bytes, node.sink, link);
-            const std::vector<Oracle::Event> none;
-            ASSERT_EQ(node.sink.events, node.want ? *node.want : none)
+            const bool first = node.rel->on_frame(bytes, node.sink, link, sim_.now());
+            std::vector<Oracle::Event> want;
+            if (first && d.has_value())
+                if (const auto* h = std::get_if<MatchHdr>(&d->header))
+                    want = node.oracle->arrive(src, h->match.tag, h->match.msg_seq);
+            ASSERT_EQ(node.sink.events, want)
                 << "engine and reference matcher disagree at node " << dst;
             return;
         }
@@ -481,7 +462,7 @@ class SimRun {
         ASSERT_EQ(h.match.src_rank, src);
         const auto want = node.oracle->arrive(src, h.match.tag, h.match.msg_seq);
         node.sink.events.clear();
-        node.engine->on_frame(bytes, node.sink);
+        node.engine().on_frame(bytes, node.sink);
         ASSERT_EQ(node.sink.events, want)
             << "engine and reference matcher disagree at node " << dst << " on the arrival of ("
             << src << ", " << h.match.msg_seq << ")";
@@ -534,7 +515,7 @@ class SimRun {
     void drain_and_check() {
         for (int d = 0; d < n_; ++d) {
             Node& node = nodes_[static_cast<std::size_t>(d)];
-            CommMatcher& cm = *node.engine->comm(kCid);
+            CommMatcher& cm = *node.engine().comm(kCid);
             // Receives nobody could serve (an earlier wildcard took their
             // message): cancel them; their messages wait unexpected.
             std::uint64_t cancelled = 0;
@@ -550,7 +531,7 @@ class SimRun {
             for (int s = 0; s < n_; ++s) {
                 for (const std::int32_t tag : kTags) {
                     while (UnexpectedPtr u =
-                               node.engine->take_unexpected(kCid, s, tag, node.sink)) {
+                               node.engine().take_unexpected(kCid, s, tag, node.sink)) {
                         const auto want = node.oracle->take(s, tag);
                         EXPECT_EQ((std::optional<MsgKey>{MsgKey{u->info.src, u->info.seq}}), want);
                         check_match(d, s, tag, u->info, u->data);
@@ -562,9 +543,9 @@ class SimRun {
             stats_.drained += drained;
             EXPECT_TRUE(node.oracle->empty());
             EXPECT_TRUE(cm.idle());
-            EXPECT_EQ(node.engine->held_bytes(), 0u);
+            EXPECT_EQ(node.engine().held_bytes(), 0u);
             EXPECT_EQ(cm.held_bytes(), 0u);
-            const RxCounters& rx = node.engine->rx();
+            const RxCounters& rx = node.engine().rx();
             EXPECT_EQ(rx.frames, node.frames_in);
             // Damaged frames are expected on the lossy network; duplicates
             // must never get past the channel to the matcher.
@@ -635,13 +616,6 @@ void NodeGlue::acked(PeerId peer, FrameToken token) {
 void NodeGlue::abandoned(PeerId peer, FrameToken token) {
     run->glue_acked(rank, peer, token, false);
 }
-bool ObservedGate::admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t bytes) {
-    const bool first = ChannelGate::admit(peer, path, c, bytes);
-    if (first)
-        run_.admitted(rank_);
-    return first;
-}
-
 void NodeSink::on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) {
     run->engine_matched(rank, recv, info, eager);
 }

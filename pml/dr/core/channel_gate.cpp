@@ -3,8 +3,11 @@
 namespace pml::dr::core {
 
 bool ChannelGate::admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t frame_bytes) {
-    return ch_.on_sequenced(peer, path, c.frame_seq, c.ack_seq, now_, frame_bytes,
-                            (c.flags & kFlagAckNow) != 0) == Verdict::Deliver;
+    if (ch_.on_sequenced(peer, path, c.frame_seq, c.ack_seq, now_, frame_bytes,
+                         (c.flags & kFlagAckNow) != 0) != Verdict::Deliver)
+        return false;
+    ++admitted_;
+    return true;
 }
 
 bool ChannelGate::fresh(PeerId peer, std::uint32_t seq) const {

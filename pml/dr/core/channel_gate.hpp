@@ -2,7 +2,7 @@
 // decodes of the channel's business (a sequenced frame's seq and carried
 // ack, ACK, NACK, PROBE, PROBE_ACK, BYE, a damaged payload) goes to the
 // channel, stamped with the owner's clock. The one wiring of Engine and
-// ReliableChannel: the PML's glue and the simulator both use it.
+// ReliableChannel, inside ReliableEngine.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,9 +27,13 @@ class ChannelGate : public FrameGate {
     void on_bye(PeerId peer, std::uint64_t path) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
 
+    // Sequenced frames admitted as first arrivals, ever.
+    [[nodiscard]] std::uint64_t admitted() const noexcept { return admitted_; }
+
   private:
     ReliableChannel& ch_;
     const Micros& now_;
+    std::uint64_t admitted_ = 0;
 };
 
 }  // namespace pml::dr::core

@@ -88,7 +88,7 @@ void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept {
         if (!std::all_of(btls.begin(), btls.end(), btl_trusted))
             trust = core::LocalTrust::None;
     }
-    state().engine->set_trust(peer, trust);
+    engine().set_trust(peer, trust);
 }
 
 int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst, int tag,
@@ -105,7 +105,7 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
                                                  0, &conv);
         opal_convertor_get_packed_size(&conv, &size);
     }
-    core::Engine& eng = *state().engine;
+    core::Engine& eng = engine();
     int rc = OMPI_ERR_NOT_AVAILABLE;
     if (core::kLocalMatchHeaderSize + size <= btl->btl_eager_limit &&
         eng.try_charge_eager(peer, size)) {
@@ -132,7 +132,7 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
 void local_recv(mca_btl_base_module_t* btl, plugin::common::RecvSegments seg) noexcept {
     using plugin::common::bytes_of;
     Guard g;
-    core::Engine& eng = *state().engine;
+    core::Engine& eng = engine();
     const bool trusted = btl_trusted(btl);
     if (seg.size() == 1 || seg.size() == 2) {
         eng.on_local_frame(bytes_of(seg[0]),

@@ -164,20 +164,20 @@ int add_comm(ompi_communicator_t* comm) noexcept {
     std::vector<core::PeerId> remote(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i)
         remote[static_cast<std::size_t>(i)] = peer_for(ompi_comm_peer_lookup(comm, i));
-    state().engine->add_comm(cid, std::move(remote), g_sink);
+    engine().add_comm(cid, std::move(remote), g_sink);
     return OMPI_SUCCESS;
 }
 
 int del_comm(ompi_communicator_t* comm) noexcept {
     Guard g;
-    state().engine->del_comm(plugin::common::local_cid(comm), g_sink);
+    engine().del_comm(plugin::common::local_cid(comm), g_sink);
     return OMPI_SUCCESS;
 }
 
 int dump(ompi_communicator_t* comm, int) noexcept {
     Guard g;
     const std::uint32_t cid = plugin::common::local_cid(comm);
-    const core::CommMatcher* m = state().engine->comm(cid);
+    const core::CommMatcher* m = engine().comm(cid);
     if (m == nullptr)
         return OMPI_SUCCESS;
     opal_output(0, "[pml:dr] communicator %u: %zu posted receives, %zu unexpected messages", cid,
@@ -346,10 +346,9 @@ mca_pml_base_module_t* module_init(const core::Config& config,
     State& s = g_state;
     s.config = config;
     s.log = &log;
-    s.engine = std::make_unique<core::Engine>(config, log);
-    s.engine->set_local(core::PeerName{OMPI_PROC_MY_NAME->jobid, OMPI_PROC_MY_NAME->vpid});
     OBJ_CONSTRUCT(&s.lock, opal_recursive_mutex_t);
     reliability_init(config, log);
+    engine().set_local(core::PeerName{OMPI_PROC_MY_NAME->jobid, OMPI_PROC_MY_NAME->vpid});
     if (requests_init() != OMPI_SUCCESS)
         return nullptr;
     s.module = make_module();
@@ -370,7 +369,7 @@ int module_fini() noexcept {
     s.pending_count.store(0);
     requests_fini();
     OBJ_DESTRUCT(&s.lock);
-    s.engine.reset();
+    s.reliable.reset();
     // The procs are gone by now (ompi_proc_finalize runs before the PML
     // framework closes): forget them, touch none of them.
     s.proc_of_peer.clear();

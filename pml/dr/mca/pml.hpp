@@ -14,6 +14,7 @@
 
 #include "config.hpp"
 #include "engine.hpp"
+#include "reliable_engine.hpp"
 #include "opal_log.hpp"
 #include "scheduler.hpp"
 
@@ -133,7 +134,8 @@ struct State {
     mca_pml_base_module_t module;  // must be first: Open MPI holds a pointer to it
     core::Config config;
     plugin::common::OpalLogSink* log = nullptr;
-    std::unique_ptr<core::Engine> engine;
+    // The protocol: engine + reliability channel (reliability.cpp makes it).
+    std::unique_ptr<core::ReliableEngine> reliable;
     opal_recursive_mutex_t lock;
     opal_free_list_t send_requests;
     opal_free_list_t recv_requests;
@@ -152,6 +154,9 @@ struct State {
 extern State g_state;  // module.cpp
 inline State& state() noexcept {
     return g_state;
+}
+inline core::Engine& engine() noexcept {
+    return g_state.reliable->engine();
 }
 // The process a peer id stands for, and its BML endpoint (nullptr: none, or
 // no longer: del_procs forgets them).

@@ -90,10 +90,10 @@ int read_rx_counter(const mca_base_pvar_t* pvar, void* value, void*) {
     const auto& spec = *static_cast<const RxPvar*>(pvar->ctx);
     auto* out = static_cast<unsigned long long*>(value);
     *out = 0;
-    if (channel() == nullptr || !state().engine)
+    if (channel() == nullptr || !state().reliable)
         return OMPI_SUCCESS;
     Guard g;
-    *out = state().engine->rx().*spec.field;
+    *out = engine().rx().*spec.field;
     return OMPI_SUCCESS;
 }
 

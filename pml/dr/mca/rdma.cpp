@@ -120,8 +120,8 @@ void get_finished(RecvRequest* r, int status) noexcept {
     if (r->get_failed || !get_data_intact(r)) {
         ++g_stats.fallbacks;
         r->bytes_received = 0;
-        r->wire_id = state().engine->register_recv(reinterpret_cast<core::Handle>(r), r->peer,
-                                                   r->bytes_expected);
+        r->wire_id =
+            engine().register_recv(reinterpret_cast<core::Handle>(r), r->peer, r->bytes_expected);
         send_cts(r, r->send_req, 0);
         return;
     }

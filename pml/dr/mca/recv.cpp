@@ -51,7 +51,7 @@ void fill_status(ompi_status_public_t* status, const core::MessageInfo& info) no
 }
 
 core::CommMatcher* matcher_of(ompi_communicator_t* comm) noexcept {
-    return state().engine->comm(plugin::common::local_cid(comm));
+    return engine().comm(plugin::common::local_cid(comm));
 }
 
 // The blocking forms: wait, copy the status out (its MPI_ERROR is returned)...
@@ -100,7 +100,6 @@ bool eager_to_contiguous(RecvRequest* r, ompi_proc_t* proc, const core::MessageI
 
 void handle_match(RecvRequest* r, const core::MessageInfo& info,
                   std::span<const std::uint8_t> eager) noexcept {
-    State& s = state();
     r->matched = true;
     r->peer = info.peer;
     ompi_proc_t* proc = proc_of(info.peer);
@@ -116,7 +115,7 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
     st.MPI_TAG = info.tag;
     r->msg_len = info.msg_len;
     r->bytes_expected = std::min<std::uint64_t>(info.msg_len, r->base.req_bytes_packed);
-    if ((info.rndv || info.rget) && s.engine->peer_dead(info.peer)) {
+    if ((info.rndv || info.rget) && engine().peer_dead(info.peer)) {
         // A rendezvous that arrived before its sender died: the rest of its
         // data can never come (the sender's memory cannot be read either).
         if (!info.rget)
@@ -133,7 +132,7 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
             recv_complete(r, OMPI_SUCCESS);
             return;
         }
-        r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
+        r->wire_id = engine().register_recv(handle_of(r), r->peer, r->bytes_expected);
         send_cts(r, info.send_req, 0);
         return;
     }
@@ -146,7 +145,7 @@ void handle_match(RecvRequest* r, const core::MessageInfo& info,
     const bool done = r->bytes_received >= r->bytes_expected;
     const std::uint64_t offset = std::min<std::uint64_t>(eager.size(), r->bytes_expected);
     if (!done) {
-        r->wire_id = s.engine->register_recv(handle_of(r), r->peer, r->bytes_expected);
+        r->wire_id = engine().register_recv(handle_of(r), r->peer, r->bytes_expected);
         // Synchronous sends complete on the CTS (matched), so they keep it.
         if (!info.sync && rput_request(r, info, offset))
             return;
@@ -206,7 +205,7 @@ int start_recv(RecvRequest* r) noexcept {
     mca_pml_base_request_t& b = r->base.req_base;
     if (matcher_of(b.req_comm) == nullptr)
         return OMPI_ERR_BAD_PARAM;
-    core::Engine& eng = *state().engine;
+    core::Engine& eng = engine();
     const std::uint32_t cid = plugin::common::local_cid(b.req_comm);
     // A receive from a dead peer takes what arrived before it died, or
     // fails now: queued, it would wait forever.
@@ -307,7 +306,7 @@ int iprobe(int src, int tag, ompi_communicator_t* comm, int* matched,
         }
         *matched = 0;
         // Nothing will ever come from a dead source: MPI_Probe would spin forever.
-        if (state().engine->source_dead(plugin::common::local_cid(comm), src))
+        if (engine().source_dead(plugin::common::local_cid(comm), src))
             return kPeerDeadError;
     }
     opal_progress();
@@ -334,8 +333,8 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
             ompi_message_t* msg = ompi_message_alloc();
             if (msg == nullptr)
                 return OMPI_ERR_OUT_OF_RESOURCE;
-            core::UnexpectedPtr u = state().engine->take_unexpected(plugin::common::local_cid(comm),
-                                                                    src, tag, engine_sink());
+            core::UnexpectedPtr u =
+                engine().take_unexpected(plugin::common::local_cid(comm), src, tag, engine_sink());
             fill_status(status, u->info);
             msg->comm = comm;
             msg->peer = u->info.src;
@@ -347,7 +346,7 @@ int improbe(int src, int tag, ompi_communicator_t* comm, int* matched, ompi_mess
         }
         *matched = 0;
         *message = &ompi_message_null.message;
-        if (state().engine->source_dead(plugin::common::local_cid(comm), src))
+        if (engine().source_dead(plugin::common::local_cid(comm), src))
             return kPeerDeadError;
     }
     opal_progress();

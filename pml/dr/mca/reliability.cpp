@@ -9,7 +9,6 @@
 #include <limits>
 #include <string_view>
 
-#include "channel_gate.hpp"
 #include "deadline_timer.hpp"
 #include "fault.hpp"
 #include "pml.hpp"
@@ -65,10 +64,10 @@ class Glue final : public core::ChannelOutput {
     static void release(core::FrameToken token, bool acked) noexcept;
 };
 
+// What the glue keeps beside the protocol object (State::reliable), which
+// sends through `glue`.
 struct Reliability {
-    std::unique_ptr<core::ReliableChannel> channel;
     Glue glue;
-    std::unique_ptr<core::ChannelGate> gate;  // the engine's way into the channel
     plugin::common::DeadlineTimer timer;
     std::atomic<Micros> deadline{kNever};  // read by progress() without the lock
     std::atomic<bool> batches_due{false};  // the channel's batches_due(), for progress()
@@ -91,35 +90,39 @@ struct Reliability {
 };
 Reliability g_rel;
 
+core::ReliableEngine& rel() noexcept {
+    return *state().reliable;
+}
+
 core::ReliableChannel& chan() noexcept {
-    return *g_rel.channel;
+    return rel().channel();
 }
 
 // After every entry that reached the channel: its earliest deadline may have
 // moved. `fired`: the timer just went off and is armed no more, whatever the
 // channel's timers did.
 void rearm(bool fired = false) noexcept {
-    if (!g_rel.channel->take_timers_changed() && !fired)
+    const std::optional<Micros> d = rel().deadline_change(fired);
+    if (!d)
         return;
-    const Micros d = g_rel.channel->next_deadline();
-    g_rel.deadline.store(d, std::memory_order_relaxed);
-    g_rel.timer.arm(d, g_rel.now);
+    g_rel.deadline.store(*d, std::memory_order_relaxed);
+    g_rel.timer.arm(*d, g_rel.now);
 }
 
 // Releases what the peers' carried acks acknowledged, once a batch is due:
 // after a frame went to its BTL, and from progress, not on the way from an
 // arrival to its delivery.
 void settle_batches() noexcept {
-    if (!chan().batches_due())
+    if (!rel().batches_due())
         return;
     g_rel.batches_due.store(false, std::memory_order_relaxed);
-    chan().settle_batches();
+    rel().settle_batches();
 }
 
 // After a frame reached the channel (its carried ack may complete a batch):
 // progress() settles a batch it made due.
 void note_batches_due() noexcept {
-    if (chan().batches_due())
+    if (rel().batches_due())
         g_rel.batches_due.store(true, std::memory_order_relaxed);
 }
 
@@ -474,7 +477,7 @@ void Glue::peer_dead(PeerId peer) {
     logf(*s.log, LogLevel::Error,
          "peer %s declared dead (no path left or no answer); its requests fail",
          proc != nullptr ? OMPI_NAME_PRINT(&proc->super.proc_name) : "?");
-    const core::PeerWaiters w = s.engine->fail_peer(peer);
+    const core::PeerWaiters w = engine().fail_peer(peer);
     for (core::Handle h : w.posted_recvs)
         recv_complete(from_handle<RecvRequest>(h), MPI_ERR_OTHER);
     for (core::Handle h : w.active_recvs) {
@@ -556,8 +559,7 @@ void discard_frame(StoredFrame* sf) noexcept {
 }
 
 void reliability_init(const core::Config& config, plugin::common::OpalLogSink& log) {
-    core::ChannelParams params = core::channel_params(config);
-    g_rel.channel = std::make_unique<core::ReliableChannel>(params, g_rel.glue, log);
+    state().reliable = std::make_unique<core::ReliableEngine>(config, g_rel.glue, log);
     // Each process draws its own faults; the seed keeps a run reproducible.
     g_rel.faults = plugin::common::FaultInjector(
         config.fault_drop, config.fault_corrupt, config.fault_dup,
@@ -565,11 +567,9 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
     g_rel.timer.init([](Micros now) {
         Guard g;
         g_rel.now = now;
-        chan().on_timer(now);
+        rel().on_timer(now);
         rearm(true);
     });
-    g_rel.gate = std::make_unique<core::ChannelGate>(*g_rel.channel, g_rel.now);
-    state().engine->set_gate(g_rel.gate.get());
 }
 
 void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
@@ -760,12 +760,12 @@ void reliability_on_frame(mca_btl_base_module_t* btl,
         ++g_rel.frames_killed_rx;  // its network is gone: nothing arrives on it
         return;
     }
-    core::Engine& eng = *state().engine;
+    core::ReliableEngine& r = rel();
     const auto path = path_of(btl);
     // The self BTL is a copy inside this process: faults injected there
     // would test nothing a network can do, only slow MPI_Ssend to self.
     if (!g_rel.faults.enabled() || btl == g_rel.self_btl) {
-        eng.on_frame(frame, engine_sink(), path);
+        (void)r.on_frame(frame, engine_sink(), path, g_rel.now);
         note_batches_due();
         rearm();
         return;
@@ -783,32 +783,29 @@ void reliability_on_frame(mca_btl_base_module_t* btl,
     const std::vector<std::uint8_t> again =
         plan.duplicate ? std::vector<std::uint8_t>(frame.begin(), frame.end())
                        : std::vector<std::uint8_t>{};
-    eng.on_frame(frame, engine_sink(), path);
+    (void)r.on_frame(frame, engine_sink(), path, g_rel.now);
     if (plan.duplicate)
-        eng.on_frame(again, engine_sink(), path);
+        (void)r.on_frame(again, engine_sink(), path, g_rel.now);
     note_batches_due();
     rearm();
 }
 
 void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noexcept {
     g_rel.now = monotonic_now();
-    const State& s = state();
     if (errproc != nullptr) {
         PeerId peer = 0;
-        if (s.engine->find_peer(core::PeerName{errproc->proc_name.jobid, errproc->proc_name.vpid},
-                                peer))
-            chan().remove_path(peer, path_of(btl), g_rel.now);
+        if (engine().find_peer(core::PeerName{errproc->proc_name.jobid, errproc->proc_name.vpid},
+                               peer))
+            rel().path_lost(peer, path_of(btl), g_rel.now);
     } else {
-        // The whole module is gone: every peer loses this path.
-        for (PeerId peer = 0; peer < s.engine->peer_count(); ++peer)
-            chan().remove_path(peer, path_of(btl), g_rel.now);
+        rel().path_lost_to_all(path_of(btl), g_rel.now);  // the whole module is gone
     }
     rearm();
 }
 
 void reliability_declare_dead(PeerId peer, const char* reason) noexcept {
     g_rel.now = monotonic_now();
-    chan().declare_dead(peer, reason);
+    rel().declare_dead(peer, reason);
     rearm();
 }
 
@@ -853,7 +850,7 @@ int reliability_progress() noexcept {
 }
 
 void reliability_drain() noexcept {
-    if (!g_rel.channel)
+    if (!state().reliable)
         return;
     ignore_sigpipe_once_finalizing();
     // Frames still unacknowledged get their chance to arrive, and no peer is
@@ -879,7 +876,7 @@ void reliability_drain() noexcept {
 }
 
 const core::ReliableChannel* channel() noexcept {
-    return g_rel.channel.get();
+    return state().reliable ? &state().reliable->channel() : nullptr;
 }
 
 ReliabilityStats reliability_stats() noexcept {
@@ -888,15 +885,12 @@ ReliabilityStats reliability_stats() noexcept {
 }
 
 void reliability_fini() noexcept {
-    if (!g_rel.channel)
+    if (!state().reliable)
         return;
     Guard g;
-    state().engine->set_gate(nullptr);
     g_rel.now = monotonic_now();
-    for (PeerId p = 0; p < state().engine->peer_count(); ++p)
-        g_rel.channel->remove_peer(p);
+    rel().remove_all_peers();
     g_rel.timer.shutdown();
-    g_rel.channel.reset();
     g_rel.limits.clear();
     for (auto* pool : {&g_rel.pool_small, &g_rel.pool_large}) {
         for (StoredFrame* sf : *pool)

@@ -111,8 +111,7 @@ int recv_cancel(ompi_request_t* request, int) noexcept {
     auto* r = reinterpret_cast<RecvRequest*>(request);
     if (r->matched || r->base.req_base.req_pml_complete)
         return OMPI_SUCCESS;  // too late
-    core::CommMatcher* m =
-        state().engine->comm(plugin::common::local_cid(r->base.req_base.req_comm));
+    core::CommMatcher* m = engine().comm(plugin::common::local_cid(r->base.req_base.req_comm));
     if (m == nullptr || !m->cancel(reinterpret_cast<core::Handle>(r), r->base.req_base.req_peer))
         return OMPI_SUCCESS;
     request->req_status._cancelled = true;
@@ -260,7 +259,7 @@ void send_pml_complete(SendRequest* r) noexcept {
 void release_send_resources(SendRequest* r) noexcept {
     cancel_deferred(r);
     if (r->wire_id != 0) {
-        state().engine->release_send(r->wire_id);
+        engine().release_send(r->wire_id);
         r->wire_id = 0;
     }
     rget_release_send(r);
@@ -274,7 +273,7 @@ void recv_complete(RecvRequest* r, int error) noexcept {
     if (r->base.req_base.req_pml_complete)
         return;
     if (r->wire_id != 0) {
-        state().engine->release_recv(r->wire_id);
+        engine().release_recv(r->wire_id);
         r->wire_id = 0;
     }
     rget_release_recv(r);
@@ -325,7 +324,7 @@ core::PeerId peer_for(ompi_proc_t* proc) {
         return known;
     State& s = state();
     const core::PeerId id =
-        s.engine->add_peer(core::PeerName{proc->super.proc_name.jobid, proc->super.proc_name.vpid});
+        engine().add_peer(core::PeerName{proc->super.proc_name.jobid, proc->super.proc_name.vpid});
     // The peer id + 1 (0 means none), kept in the pointer-sized slot.
     proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_PML] =
         reinterpret_cast<void*>(  // NOLINT(performance-no-int-to-ptr)

@@ -213,7 +213,7 @@ int events_progress() noexcept {
     const State& s = state();
     for (const opal_process_name_t& name : names) {
         core::PeerId peer = 0;
-        if (!s.engine->find_peer(core::PeerName{name.jobid, name.vpid}, peer)) {
+        if (!engine().find_peer(core::PeerName{name.jobid, name.vpid}, peer)) {
             logf(*s.log, LogLevel::Debug, "the runtime reports %s aborted: not a peer",
                  OPAL_NAME_PRINT(name));
             continue;

@@ -396,7 +396,7 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
             .u32(plugin::common::crc32c(addr, static_cast<std::size_t>(r->base.req_bytes_packed)));
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
     // The receiver releases the handle's bytes like eager data: charge them.
-    (void)state().engine->try_charge_eager(r->peer, plen, true);
+    (void)engine().try_charge_eager(r->peer, plen, true);
     core::RndvHdr h;
     h.common =
         make_common(r->peer, static_cast<std::uint16_t>(core::kFlagPayloadCsum | core::kFlagRget |
@@ -414,7 +414,7 @@ int send_rget_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const int rc = post_data_frame(r, bb, des, core::kRndvHeaderSize + plen, core::kRndvHeaderSize,
                                    0, plen, opts);
     if (rc != OMPI_SUCCESS)
-        state().engine->uncharge_eager(r->peer, plen);
+        engine().uncharge_eager(r->peer, plen);
     return rc;
 }
 
@@ -429,7 +429,7 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const std::size_t btl_eager = std::min(bb->btl->btl_eager_limit, eager_cap(r->peer));
     const bool sync = r->base.req_send_mode == MCA_PML_BASE_SEND_SYNCHRONOUS;
 
-    core::Engine& eng = *s.engine;
+    core::Engine& eng = engine();
     const core::PeerId peer = r->peer;
     // A retry after running out of resources keeps the protocol chosen first
     // (an RNDV already has its wire id and expects a CTS).
@@ -460,7 +460,7 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
 
     r->rndv = true;
     if (r->wire_id == 0)
-        r->wire_id = s.engine->register_send(reinterpret_cast<core::Handle>(r), r->peer);
+        r->wire_id = engine().register_send(reinterpret_cast<core::Handle>(r), r->peer);
     // The RNDV frame may be larger than an eager frame: BTLs say how large
     // with btl_rndv_eager_limit (vader: 32 KiB against 4 KiB eager), as ob1
     // uses it. A message that fits goes whole; longer ones use RGET where
@@ -514,7 +514,6 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
 }  // namespace
 
 int start_send(SendRequest* r) noexcept {
-    State& s = state();
     mca_pml_base_request_t& b = r->base.req_base;
     r->cid = plugin::common::local_cid(b.req_comm);
     r->my_rank = b.req_comm->c_my_rank;
@@ -522,7 +521,7 @@ int start_send(SendRequest* r) noexcept {
     r->endpoint = mca_bml_base_get_endpoint(proc);
     if (r->endpoint == nullptr || mca_bml_base_btl_array_get_size(&r->endpoint->btl_eager) == 0)
         return OMPI_ERR_UNREACH;
-    core::CommMatcher* matcher = s.engine->comm(plugin::common::local_cid(b.req_comm));
+    core::CommMatcher* matcher = engine().comm(plugin::common::local_cid(b.req_comm));
     if (matcher == nullptr)
         return OMPI_ERR_BAD_PARAM;
     r->peer = peer_for(proc);
@@ -559,7 +558,7 @@ int start_send(SendRequest* r) noexcept {
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(b.req_peer);
         if (r->wire_id != 0) {
-            s.engine->release_send(r->wire_id);
+            engine().release_send(r->wire_id);
             r->wire_id = 0;
         }
     }

@@ -63,7 +63,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (ep == nullptr || mca_bml_base_btl_array_get_size(&ep->btl_eager) == 0)
         return OMPI_ERR_NOT_AVAILABLE;
     mca_bml_base_btl_t* bb = mca_bml_base_btl_array_get_next(&ep->btl_eager);
-    core::CommMatcher* matcher = state().engine->comm(plugin::common::local_cid(comm));
+    core::CommMatcher* matcher = engine().comm(plugin::common::local_cid(comm));
     if (matcher == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
     const core::PeerId peer = peer_for(proc);
@@ -71,7 +71,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (core::kMatchHeaderSize + type_size * count > eager_cap(peer) ||
         type_size * count > state().config.eager_limit)
         return OMPI_ERR_NOT_AVAILABLE;
-    if (state().engine->sends_local(peer) &&
+    if (engine().sends_local(peer) &&
         local_send(buf, count, dt, dst, tag, comm, proc, peer, *matcher, bb) == OMPI_SUCCESS)
         return OMPI_SUCCESS;
 
@@ -114,7 +114,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     } else {
         sf->bytes.resize(core::kMatchHeaderSize);
     }
-    if (!state().engine->try_charge_eager(peer, size)) {
+    if (!engine().try_charge_eager(peer, size)) {
         discard_frame(sf);
         return OMPI_ERR_NOT_AVAILABLE;
     }
@@ -135,7 +135,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     const int rc = submit_direct(sf, bb, &handed);
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
-        state().engine->uncharge_eager(peer, size);
+        engine().uncharge_eager(peer, size);
         return OMPI_ERR_NOT_AVAILABLE;  // the request path tries again (or reports the error)
     }
     if (!handed)  // not released either: sf is alive

@@ -18,9 +18,9 @@ using core::PeerId;
 // saw (the reliability counters join it with the reliability layer).
 void print_rx_stats() noexcept {
     const State& s = state();
-    if (!s.config.stats || !s.engine)
+    if (!s.config.stats || !s.reliable)
         return;
-    const core::RxCounters& rx = s.engine->rx();
+    const core::RxCounters& rx = engine().rx();
     opal_output(
         0,
         "[pml:dr] stats %s: frames_in=%llu bytes_in=%llu decode_errors=%llu checksum_errors=%llu "
@@ -36,8 +36,8 @@ void print_rx_stats() noexcept {
         static_cast<unsigned long long>(rx.duplicates),
         static_cast<unsigned long long>(rx.pending_unknown_comm),
         static_cast<unsigned long long>(rx.dropped_unknown_comm),
-        static_cast<unsigned long long>(rx.bad_credit), s.engine->held_peak(),
-        static_cast<unsigned long long>(s.engine->eager_window()));
+        static_cast<unsigned long long>(rx.bad_credit), engine().held_peak(),
+        static_cast<unsigned long long>(engine().eager_window()));
     opal_output(0, "[pml:dr] local %s: local_sent=%llu local_received=%llu untrusted_local=%llu",
                 OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME),
                 static_cast<unsigned long long>(local_frames_sent()),
@@ -81,9 +81,9 @@ void print_reliability_stats() noexcept {
                 static_cast<unsigned long long>(rs.frames_killed_rx));
     opal_output(0, "[pml:dr] waits %s: descriptor_waits=%llu", OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME),
                 static_cast<unsigned long long>(rs.descriptor_waits));
-    for (PeerId p = 0; p < s.engine->peer_count(); ++p) {
+    for (PeerId p = 0; p < engine().peer_count(); ++p) {
         const core::PeerCounters* c = ch->counters(p);
-        const core::PeerName* name = s.engine->peer_name(p);
+        const core::PeerName* name = engine().peer_name(p);
         if (c == nullptr || name == nullptr || (c->frames_sent == 0 && c->frames_delivered == 0))
             continue;
         auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
