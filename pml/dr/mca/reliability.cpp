@@ -163,19 +163,28 @@ void drop_prebuilt(StoredFrame* sf) noexcept {
     sf->prebuilt = nullptr;
 }
 
+// The copy's checked transition; one not allowed is logged and changes nothing.
+void advance(StoredFrame* sf, core::CopyState to, const char* why) noexcept {
+    if (sf->life.to(to))
+        return;
+    logf(*state().log, LogLevel::Error, "frame %u to peer %u: %s -> %s refused (%s)", sf->seq,
+         sf->peer, std::string(core::to_string(sf->life.state())).c_str(),
+         std::string(core::to_string(to)).c_str(), why);
+}
+
 void destroy_if_done(StoredFrame* sf) noexcept {
-    if (!sf->released || sf->holds != 0)
+    if (!sf->life.done())
         return;
     drop_prebuilt(sf);
     SendRequest* owner = sf->owner;
-    const bool ok = sf->acked;
+    const bool ok = sf->life.state() == core::CopyState::Acked;
     discard_frame(sf);
     if (owner != nullptr)
         frame_released(owner, ok);
 }
 
 void handed_over(StoredFrame* sf) noexcept {
-    sf->handed = true;
+    sf->life.taken_by_btl();
     if (SendRequest* r = sf->mpi_waiter) {
         sf->mpi_waiter = nullptr;
         send_mpi_complete(r, OMPI_SUCCESS);
@@ -211,11 +220,11 @@ void frame_sent(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t*,
                 mca_btl_base_descriptor_t* des, int status) noexcept {
     Guard g;
     auto* sf = static_cast<StoredFrame*>(des->des_cbdata);
-    --sf->holds;
+    sf->life.let_go();
     g_rel.now = monotonic_now();
     if (status == OMPI_SUCCESS)
         handed_over(sf);
-    if (sf->released) {
+    if (sf->life.released()) {
         destroy_if_done(sf);  // acked or abandoned while this BTL still held it
         return;
     }
@@ -238,19 +247,19 @@ TxResult post(StoredFrame* sf, mca_bml_base_btl_t* bb, mca_btl_base_descriptor_t
               Owe&& owe) noexcept {
     des->des_cbfunc = frame_sent;
     des->des_cbdata = sf;
-    ++sf->holds;
+    sf->life.hold();
     const int rc = mca_bml_base_send(bb, des, kBtlTag);
     if (rc == 1) {
         // The caller holds the frame too: one acked inside the send (self)
         // is freed when it lets go.
-        --sf->holds;
+        sf->life.let_go();
         handed_over(sf);
         return TxResult::Done;
     }
     owe();
     if (rc >= 0)
         return TxResult::Posted;
-    --sf->holds;
+    sf->life.let_go();
     mca_bml_base_free(bb, des);
     if (rc == OMPI_ERR_OUT_OF_RESOURCE)
         return TxResult::Busy;
@@ -351,11 +360,11 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
     if (first != TxResult::Busy)
         return first == TxResult::Done;
     ++g_rel.descriptor_waits;
-    ++sf->holds;
+    sf->life.hold();
     defer(nullptr, [sf, path, retransmit] {
         g_rel.now = monotonic_now();
-        if (sf->released) {
-            --sf->holds;
+        if (sf->life.released()) {
+            sf->life.let_go();
             destroy_if_done(sf);
             return true;
         }
@@ -363,7 +372,7 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
             // The path failed while this frame waited for a descriptor (a
             // dead BTL refuses them for good): the channel re-drives it on
             // another path.
-            --sf->holds;
+            sf->life.let_go();
             local_complete(sf, path, false);
             rearm();
             return true;
@@ -374,7 +383,7 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
             return false;
         if (again == TxResult::Done)
             local_complete(sf, path, true);
-        --sf->holds;
+        sf->life.let_go();
         destroy_if_done(sf);
         rearm();
         return true;
@@ -385,9 +394,9 @@ bool transmit_or_defer(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path, boo
 bool Glue::transmit(PeerId, PathId path, FrameRef ref, bool retransmit) {
     auto* sf = from_handle<StoredFrame>(ref.token);
     sf->seq = ref.seq;
-    ++sf->holds;  // over the BTL call, as in submit_direct()
+    sf->life.hold();  // over the BTL call, as in submit_direct()
     const bool done = transmit_or_defer(sf, find_bml(sf->peer, btl_of(path)), path, retransmit);
-    --sf->holds;
+    sf->life.let_go();
     destroy_if_done(sf);
     return done;
 }
@@ -494,8 +503,8 @@ void Glue::peer_dead(PeerId peer) {
 
 void Glue::release(core::FrameToken token, bool acked) noexcept {
     auto* sf = from_handle<StoredFrame>(token);
-    sf->released = true;
-    sf->acked = acked;
+    advance(sf, acked ? core::CopyState::Acked : core::CopyState::Abandoned,
+            acked ? "acknowledged" : "abandoned");
     destroy_if_done(sf);
 }
 
@@ -605,6 +614,8 @@ void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
 int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {
     g_rel.now = monotonic_now();
     const std::size_t bytes = sf->repack ? sf->bytes.size() + sf->len : sf->bytes.size();
+    // The channel's from now: it may transmit it inside submit().
+    advance(sf, core::CopyState::InChannel, "submitted");
     const core::SubmitResult res =
         chan().submit(sf->peer, reinterpret_cast<core::FrameToken>(sf), g_rel.now, bytes,
                       hint != nullptr ? path_of(hint) : core::kAnyPath);
@@ -638,6 +649,7 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
     stamp_copy(sf, check.seq, ack, sf->flags, false);
     if (!sendi_copy(sf, bb))
         return false;
+    advance(sf, core::CopyState::InChannel, "sent inline");
     // Read only now: nothing before the BTL's call needs the time.
     g_rel.now = monotonic_now();
     // Nothing ran in between (the BTL calls nothing back), so the channel
@@ -652,7 +664,7 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
              "frame to peer %u sent as seq %u but recorded as %u (%s)", peer, check.seq, res.seq,
              std::string(core::to_string(res.status)).c_str());
         if (!res.ok()) {  // the channel will never release it
-            sf->released = true;
+            advance(sf, core::CopyState::Abandoned, "not recorded");
             destroy_if_done(sf);
         }
     }
@@ -689,13 +701,14 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
                                                             : OMPI_ERR_UNREACH;
     }
     sf->seq = res.seq;
+    advance(sf, core::CopyState::InChannel, "submitted on its path");
     // Held over the BTL call: one that delivers inside its send (self) may
     // bring the ACK back, which must not free the frame under it.
-    ++sf->holds;
+    sf->life.hold();
     (void)transmit_or_defer(sf, bb, path, false, false);
-    --sf->holds;
+    sf->life.let_go();
     if (handed != nullptr)
-        *handed = sf->handed || sf->released;  // released: acked, or the peer is gone
+        *handed = sf->life.past_handover();  // a BTL took it, it was acked, or the peer is gone
     destroy_if_done(sf);
     settle_batches();
     rearm();

@@ -12,6 +12,7 @@
 
 #include "channel.hpp"
 #include "config.hpp"
+#include "frame_copy.hpp"
 #include "fault.hpp"
 #include "opal_log.hpp"
 
@@ -20,8 +21,9 @@ namespace pml::dr::mca {
 struct SendRequest;
 
 // A frame handed to the channel. It lives until the channel released it
-// (acked or abandoned) and no BTL or queued retry still refers to it.
-// Heap-allocated; its address is the channel's FrameToken.
+// (acked or abandoned) and no BTL or queued retry still refers to it
+// (`life`, core/frame_copy.hpp). Heap-allocated; its address is the
+// channel's FrameToken.
 struct StoredFrame {
     core::PeerId peer = 0;
     std::uint32_t seq = 0;         // the channel's, once transmitted
@@ -43,14 +45,13 @@ struct StoredFrame {
     // prebuilt_bb; used if the channel picks that path, freed otherwise.
     mca_btl_base_descriptor_t* prebuilt = nullptr;
     mca_bml_base_btl_t* prebuilt_bb = nullptr;
-    unsigned holds = 0;  // BTL descriptors and queued retries referring to it
-    bool released = false;
-    bool acked = false;
-    // A BTL has taken a transmission of it (sendi took it, or a descriptor's
-    // completion came back): only then is an eager send MPI-complete, as with
-    // ob1. Before, its data may sit in the BTL's queue (tcp before a
-    // connection is up), which moves only while this process calls MPI.
-    bool handed = false;
+    // Built -> InChannel -> Handed -> Acked | Abandoned, and the BTL
+    // descriptors and queued retries holding it. Handed: a BTL has taken a
+    // transmission of it (sendi took it, or a descriptor's completion came
+    // back): only then is an eager send MPI-complete, as with ob1. Before,
+    // its data may sit in the BTL's queue (tcp before a connection is up),
+    // which moves only while this process calls MPI.
+    core::CopyLife life;
     SendRequest* mpi_waiter = nullptr;  // MPI-completed once handed
 };
 
