@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "pml.hpp"
@@ -91,12 +92,64 @@ void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept {
     engine().set_trust(peer, trust);
 }
 
+namespace {
+
+// Contiguous messages up to this size go with their header in one buffer on
+// the stack, through sendi without a convertor: the BTL copies header and
+// payload in one go. Building, preparing and tearing down a convertor costs
+// more than copying this much twice.
+constexpr std::size_t kStagedMax = 1024;
+
+// The LOCAL_MATCH header into `out` (the message's seq taken).
+void encode_header(std::uint8_t* out, ompi_communicator_t* comm, int dst, int tag,
+                   core::CommMatcher& matcher) noexcept {
+    core::LocalMatchHdr h;
+    h.cid = plugin::common::local_cid(comm);
+    h.src_rank = comm->c_my_rank;
+    h.tag = tag;
+    h.msg_seq = matcher.next_send_seq(dst);
+    core::encode_local_match(
+        h, std::span<std::uint8_t, core::kLocalMatchHeaderSize>(out, core::kLocalMatchHeaderSize));
+}
+
+// After the BTL's answer: counted, or the seq and charge given back.
+int sent_or_undone(int rc, int dst, core::PeerId peer, std::size_t size,
+                   core::CommMatcher& matcher) noexcept {
+    if (rc == OMPI_SUCCESS) {
+        ++g_local.sent;
+        return rc;
+    }
+    matcher.undo_send_seq(dst);
+    engine().uncharge_eager(peer, size);
+    return rc;
+}
+
+}  // namespace
+
 int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst, int tag,
                ompi_communicator_t* comm, ompi_proc_t* proc, core::PeerId peer,
                core::CommMatcher& matcher, mca_bml_base_btl_t* bb) noexcept {
     mca_btl_base_module_t* btl = bb->btl;
     if (btl->btl_sendi == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
+    core::Engine& eng = engine();
+    const std::size_t type_size = dt->super.size;
+    if (const std::size_t size = type_size * count;
+        size <= kStagedMax && proc->super.proc_arch == opal_local_arch &&
+        (size == 0 || ompi_datatype_is_contiguous_memory_layout(dt, static_cast<int32_t>(count)))) {
+        if (core::kLocalMatchHeaderSize + size > btl->btl_eager_limit ||
+            !eng.try_charge_eager(peer, size))
+            return OMPI_ERR_NOT_AVAILABLE;
+        alignas(8) std::uint8_t frame[core::kLocalMatchHeaderSize + kStagedMax];
+        encode_header(frame, comm, dst, tag, matcher);
+        if (size > 0)
+            std::memcpy(frame + core::kLocalMatchHeaderSize,
+                        static_cast<const char*>(buf) + dt->super.true_lb, size);
+        const int rc = btl->btl_sendi(btl, bb->btl_endpoint, nullptr, frame,
+                                      core::kLocalMatchHeaderSize + size, 0, MCA_BTL_NO_ORDER,
+                                      kFrameDesFlags, kLocalTag, nullptr);
+        return sent_or_undone(rc, dst, peer, size, matcher);
+    }
     opal_convertor_t conv;
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
     std::size_t size = 0;
@@ -105,25 +158,14 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
                                                  0, &conv);
         opal_convertor_get_packed_size(&conv, &size);
     }
-    core::Engine& eng = engine();
     int rc = OMPI_ERR_NOT_AVAILABLE;
     if (core::kLocalMatchHeaderSize + size <= btl->btl_eager_limit &&
         eng.try_charge_eager(peer, size)) {
-        core::LocalMatchHdr h;
-        h.cid = plugin::common::local_cid(comm);
-        h.src_rank = comm->c_my_rank;
-        h.tag = tag;
-        h.msg_seq = matcher.next_send_seq(dst);
         alignas(8) std::uint8_t hdr[core::kLocalMatchHeaderSize];
-        core::encode_local_match(h, hdr);
-        rc = btl->btl_sendi(btl, bb->btl_endpoint, &conv, hdr, sizeof hdr, size, MCA_BTL_NO_ORDER,
-                            kFrameDesFlags, kLocalTag, nullptr);
-        if (rc == OMPI_SUCCESS) {
-            ++g_local.sent;
-        } else {
-            matcher.undo_send_seq(dst);
-            eng.uncharge_eager(peer, size);
-        }
+        encode_header(hdr, comm, dst, tag, matcher);
+        rc = sent_or_undone(btl->btl_sendi(btl, bb->btl_endpoint, &conv, hdr, sizeof hdr, size,
+                                           MCA_BTL_NO_ORDER, kFrameDesFlags, kLocalTag, nullptr),
+                            dst, peer, size, matcher);
     }
     OBJ_DESTRUCT(&conv);
     return rc;
