@@ -115,6 +115,35 @@ def test_over_uct_tcp_long_frags_go_by_zcopy(mpi, pml):
     expect(mpi.run("demo", np=4, mca=run_with(pml, btl_drucx_tls="tcp")), "demo ok")
 
 
+def local_counts(text: str) -> list[tuple[int, int]]:
+    """(local_sent, local_received) of every process (pml_dr_stats)."""
+    return [(int(s), int(r)) for s, r in
+            re.findall(r"\[pml:dr\] local \S+: local_sent=(\d+) local_received=(\d+)", text)]
+
+
+@pytest.mark.mpi_timeout(180)
+def test_dr_trusts_drucx_over_shared_memory_only(mpi):
+    """drucx reports its medium to dr (plugin/common/mca/btl_medium.hpp): over
+    UCT shared memory small messages go as LOCAL_MATCH as over vader; over
+    UCT tcp, or with faults injected into drucx, they take the full protocol
+    (what remains is each rank's messages to itself, over self: as many sent
+    as received)."""
+    shm = mpi.run("p2p_semantics", np=2, args=[8], mca=run_with("dr", pml_dr_stats=1))
+    expect(shm, "p2p ok")
+    counts = local_counts(shm.stdout + shm.stderr)
+    assert len(counts) == 2, shm
+    assert sum(s for s, _ in counts) == sum(r for _, r in counts), counts
+    shm_sent = min(s for s, _ in counts)
+    for untrusted in ({"btl_drucx_tls": "tcp"}, {"btl_drucx_fault_drop": 0.01}):
+        result = mpi.run("p2p_semantics", np=2, args=[8],
+                         mca=run_with("dr", pml_dr_stats=1, **untrusted))
+        expect(result, "p2p ok")
+        counts = local_counts(result.stdout + result.stderr)
+        assert len(counts) == 2, result
+        assert all(s == r for s, r in counts), (untrusted, counts)
+        assert max(s for s, _ in counts) + 10 < shm_sent, (untrusted, counts, shm_sent)
+
+
 @pytest.mark.mpi_timeout(180)
 def test_dr_repairs_drucx_injected_faults(mpi):
     mca = run_with("dr", btl_drucx_fault_drop=0.03, btl_drucx_fault_corrupt=0.02,

@@ -4,7 +4,9 @@
 #pragma once
 #include "opal_prelude.hpp"
 #include "series.hpp"
+#include "btl_medium.hpp"
 
+#include <cstddef>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -23,8 +25,13 @@ namespace btl::drucx::mca {
 
 struct Module {
     mca_btl_base_module_t super;  // first: Open MPI casts between the two
+    // What carries our frames, for pml dr (set at init: memory over sysv or
+    // posix without injected faults, else network).
+    plugin::common::BtlMediumReport medium;
     mca_btl_base_module_error_cb_fn_t error_cb = nullptr;
 };
+static_assert(offsetof(Module, medium) == offsetof(plugin::common::BtlModuleHead, medium),
+              "pml dr reads the medium report where BtlModuleHead has it");
 
 struct Frag;
 

@@ -455,6 +455,12 @@ mca_btl_base_module_t** drucx_init(int* num_btls, bool, bool) noexcept {
         m->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 98;
     s.module = m;
     s.faults = plugin::common::FaultInjector(s.config.faults);
+    // Shared memory loses, damages, duplicates and reorders nothing, unless
+    // we inject faults into it.
+    m->medium.medium =
+        res->device == "memory" && !s.faults.enabled() && s.config.faults.fail_after == 0
+            ? plugin::common::BtlMedium::Memory
+            : plugin::common::BtlMedium::Network;
     // Beside shared memory, cma gives single-copy gets for large messages.
     const std::vector<std::uint8_t> am_addr = s.iface->address();
     std::vector<std::uint8_t> rma_addr;

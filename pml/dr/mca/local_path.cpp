@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "btl_medium.hpp"
 #include "pml.hpp"
 #include "trust.hpp"
 #include "wire_local.hpp"
@@ -48,6 +49,21 @@ bool peer_sends_local(ompi_proc_t* proc) noexcept {
     return sends;
 }
 
+// What carries `btl`'s frames: what the BTL reports of itself (btl drucx:
+// shared memory or tcp), else what its name says.
+core::PathMedium medium_of(const mca_btl_base_module_t* btl) noexcept {
+    using plugin::common::BtlMedium;
+    switch (plugin::common::reported_medium(btl)) {
+        case BtlMedium::Memory:
+            return core::PathMedium::Memory;
+        case BtlMedium::Network:
+            return core::PathMedium::Network;
+        case BtlMedium::Unknown:
+            break;
+    }
+    return core::medium_of_btl(btl_name(btl));
+}
+
 }  // namespace
 
 void local_publish(const core::Config& config, const mca_base_component_t* component) noexcept {
@@ -71,7 +87,7 @@ void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept {
         const std::size_t n = mca_bml_base_btl_array_get_size(arr);
         for (std::size_t i = 0; i < n; ++i) {
             const mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
-            media.push_back(core::medium_of_btl(btl_name(btl)));
+            media.push_back(medium_of(btl));
             btls.push_back(btl);
         }
     }
