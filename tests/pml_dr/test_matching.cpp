@@ -488,3 +488,42 @@ TEST(PmlDrMatching, EmptyCommunicator) {
 }
 
 }  // namespace
+
+// A rank's queues exist only once it was named in a receive or sent to us
+// (matching.hpp): every operation on a rank never seen behaves as on empty
+// queues, and a wildcard receive still takes the first message of a rank
+// that appears later.
+namespace {
+
+TEST_F(MatchingTest, RanksNeverSeenBehaveAsEmptyQueues) {
+    EXPECT_FALSE(m.cancel(7, 2));
+    std::vector<Handle> taken;
+    m.take_posted_from(3, taken);
+    EXPECT_TRUE(taken.empty());
+    EXPECT_EQ(m.peek(1, kAnyTag), nullptr);
+    EXPECT_EQ(m.take(1, kAnyTag), nullptr);
+    EXPECT_EQ(m.peek(kAnySource, kAnyTag), nullptr);
+    EXPECT_EQ(m.held_bytes(), 0u);
+
+    ASSERT_EQ(m.post(50, kAnySource, 4), nullptr);
+    send(3, 4, bytes(3, 0x33));  // rank 3's first appearance
+    ASSERT_EQ(sink.matches.size(), 1u);
+    EXPECT_EQ(sink.matches[0].recv, 50u);
+    EXPECT_EQ(sink.matches[0].src, 3);
+    EXPECT_TRUE(m.idle());
+}
+
+TEST_F(MatchingTest, AnEarlyMessageFromARankNeverSeenWaitsForItsTurn) {
+    ASSERT_TRUE(arrive_seq(2, 1, 1, bytes(2, 0x22)).has_value());  // seq 0 not yet here
+    EXPECT_TRUE(sink.matches.empty());
+    EXPECT_EQ(m.unexpected_count(), 1u);
+    ASSERT_EQ(m.post(60, 2, 1), nullptr);
+    ASSERT_TRUE(arrive_seq(2, 1, 0, bytes(1, 0x21)).has_value());
+    ASSERT_EQ(sink.matches.size(), 1u);
+    EXPECT_EQ(sink.matches[0].seq, 0u);  // in order: seq 0 first
+    auto second = m.post(61, 2, 1);
+    ASSERT_NE(second, nullptr);
+    EXPECT_EQ(second->info.seq, 1u);
+}
+
+}  // namespace

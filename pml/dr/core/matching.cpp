@@ -9,34 +9,36 @@ namespace pml::dr::core {
 using plugin::common::ErrorCode;
 using plugin::common::fail;
 
-CommMatcher::CommMatcher(std::uint32_t nsources) : in_(nsources) {}
+CommMatcher::CommMatcher(std::uint32_t nsources) : seqs_(nsources), in_(nsources) {}
+
+CommMatcher::Source& CommMatcher::source(std::size_t rank) {
+    std::unique_ptr<Source>& s = in_[rank];
+    if (!s)
+        s = std::make_unique<Source>();
+    return *s;
+}
 
 std::uint16_t CommMatcher::next_send_seq(std::int32_t dst) noexcept {
-    if (dst < 0 || static_cast<std::size_t>(dst) >= in_.size())
+    if (dst < 0 || static_cast<std::size_t>(dst) >= seqs_.size())
         return 0;
-    return in_[static_cast<std::size_t>(dst)].send_seq++;
+    return seqs_[static_cast<std::size_t>(dst)].send++;
 }
 
 void CommMatcher::undo_send_seq(std::int32_t dst) noexcept {
-    if (dst < 0 || static_cast<std::size_t>(dst) >= in_.size())
+    if (dst < 0 || static_cast<std::size_t>(dst) >= seqs_.size())
         return;
-    --in_[static_cast<std::size_t>(dst)].send_seq;
+    --seqs_[static_cast<std::size_t>(dst)].send;
 }
 
 std::size_t CommMatcher::held_bytes() const noexcept {
     std::size_t n = 0;
-    for (const Source& s : in_) {
-        for (const auto& u : s.unexpected)
-            n += u->data.size();
-        for (const auto& [seq, u] : s.cant_match)
-            n += u->data.size();
-    }
+    for_each_held([&n](const Unexpected& u) { n += u.data.size(); });
     return n;
 }
 
 void CommMatcher::push_unexpected(std::int32_t src, UnexpectedPtr msg) {
     const auto i = static_cast<std::uint32_t>(src);
-    Source& s = in_[i];
+    Source& s = source(i);
     if (s.unexpected.empty()) {
         s.busy_at = static_cast<std::uint32_t>(busy_.size());
         busy_.push_back(i);
@@ -55,7 +57,7 @@ UnexpectedPtr CommMatcher::erase_unexpected(Source& s,
         const std::uint32_t at = s.busy_at;
         const std::uint32_t last = busy_.back();
         busy_[at] = last;
-        in_[last].busy_at = at;
+        in_[last]->busy_at = at;  // a busy source has its queues
         busy_.pop_back();
         s.busy_at = kNotBusy;
     }
@@ -74,16 +76,18 @@ std::list<UnexpectedPtr>::iterator CommMatcher::find_unexpected(std::int32_t src
     if (src != kAnySource) {
         if (src < 0 || static_cast<std::size_t>(src) >= in_.size())
             return {};
-        Source& s = self.in_[static_cast<std::size_t>(src)];
-        auto it = scan(s);
-        if (it != s.unexpected.end())
-            where = &s;
+        Source* s = self.in_[static_cast<std::size_t>(src)].get();
+        if (s == nullptr)
+            return {};
+        auto it = scan(*s);
+        if (it != s->unexpected.end())
+            where = s;
         return it;
     }
     // Any source: the earliest arrival among each busy source's first match.
     std::list<UnexpectedPtr>::iterator best{};
     for (const std::uint32_t i : busy_) {
-        Source& s = self.in_[i];
+        Source& s = *self.in_[i];
         ++self.stats_.any_source_visits;
         auto it = scan(s);
         if (it == s.unexpected.end())
@@ -112,7 +116,7 @@ UnexpectedPtr CommMatcher::take(std::int32_t src, std::int32_t tag) {
 
 UnexpectedPtr CommMatcher::post(Handle recv, std::int32_t src, std::int32_t tag) {
     if (src >= 0 && static_cast<std::size_t>(src) < in_.size()) {
-        Source& s = in_[static_cast<std::size_t>(src)];
+        Source& s = source(static_cast<std::size_t>(src));
         if (!s.unexpected.empty())
             if (UnexpectedPtr msg = take(src, tag))
                 return msg;
@@ -140,16 +144,18 @@ bool CommMatcher::cancel(Handle recv, std::int32_t src) noexcept {
         return drop(wild_);
     if (src < 0 || static_cast<std::size_t>(src) >= in_.size())
         return false;
-    if (!drop(in_[static_cast<std::size_t>(src)].posted))
+    Source* s = in_[static_cast<std::size_t>(src)].get();
+    if (s == nullptr || !drop(s->posted))
         return false;
     --posted_specific_;
     return true;
 }
 
 void CommMatcher::take_posted_from(std::int32_t src, std::vector<Handle>& out) {
-    if (src < 0 || static_cast<std::size_t>(src) >= in_.size())
+    if (src < 0 || static_cast<std::size_t>(src) >= in_.size() ||
+        in_[static_cast<std::size_t>(src)] == nullptr)
         return;
-    auto& posted = in_[static_cast<std::size_t>(src)].posted;
+    auto& posted = in_[static_cast<std::size_t>(src)]->posted;
     for (std::size_t i = 0; i < posted.size(); ++i)
         out.push_back(posted[i].recv);
     posted_specific_ -= posted.size();
@@ -163,28 +169,28 @@ void CommMatcher::take_posted_any(std::vector<Handle>& out) {
 }
 
 bool CommMatcher::pop_posted(std::int32_t src, std::int32_t tag, Handle& out) {
-    auto& specific = in_[static_cast<std::size_t>(src)].posted;
+    Source* from = in_[static_cast<std::size_t>(src)].get();  // null: only wildcards can match
     auto match = [tag](const Posted& p) { return tag_matches(p.tag, tag); };
     // The common case: no wildcard receive and the oldest specific one matches.
     if (wild_.empty()) {
-        if (specific.empty())
+        if (from == nullptr || from->posted.empty())
             return false;
-        if (match(specific.front())) {
-            out = specific.front().recv;
-            specific.pop_front();
+        if (match(from->posted.front())) {
+            out = from->posted.front().recv;
+            from->posted.pop_front();
             --posted_specific_;
             return true;
         }
     }
-    const std::size_t s = specific.find_if(match);
+    const std::size_t s = from != nullptr ? from->posted.find_if(match) : 0;
+    const bool have_s = from != nullptr && s != from->posted.size();
     const std::size_t w = wild_.find_if(match);
-    const bool have_s = s != specific.size();
     const bool have_w = w != wild_.size();
     if (!have_s && !have_w)
         return false;
-    if (have_s && (!have_w || specific[s].order < wild_[w].order)) {
-        out = specific[s].recv;
-        specific.erase(s);
+    if (have_s && (!have_w || from->posted[s].order < wild_[w].order)) {
+        out = from->posted[s].recv;
+        from->posted.erase(s);
         --posted_specific_;
     } else {
         out = wild_[w].recv;
@@ -235,10 +241,12 @@ plugin::common::Result<void> CommMatcher::arrive(const MessageInfo& info,
                                                  MatchSink& sink, std::size_t& held_bytes) {
     if (info.src < 0 || static_cast<std::size_t>(info.src) >= in_.size())
         return fail(ErrorCode::OutOfRange, "source rank outside the communicator");
-    Source& s = in_[static_cast<std::size_t>(info.src)];
-    if (info.seq != s.expected_seq) {
+    const auto rank = static_cast<std::size_t>(info.src);
+    std::uint16_t& expected = seqs_[rank].expected;
+    if (info.seq != expected) {
         using plugin::common::seq_lt;
-        if (seq_lt(info.seq, s.expected_seq) || s.cant_match.count(info.seq) != 0) {
+        const Source* s = in_[rank].get();
+        if (seq_lt(info.seq, expected) || (s != nullptr && s->cant_match.count(info.seq) != 0)) {
             ++stats_.stale_dropped;
             return fail(ErrorCode::Duplicate, "message sequence already seen");
         }
@@ -247,20 +255,21 @@ plugin::common::Result<void> CommMatcher::arrive(const MessageInfo& info,
         msg->data.assign(eager.begin(), eager.end());
         held_bytes += msg->data.size();
         ++stats_.held_out_of_order;
-        s.cant_match.emplace(info.seq, std::move(msg));
+        source(rank).cant_match.emplace(info.seq, std::move(msg));
         ++held_count_;
         return {};
     }
-    ++s.expected_seq;
+    ++expected;
     deliver_in_order(info, eager, sink, held_bytes);
-    if (s.cant_match.empty())
+    Source* s = in_[rank].get();
+    if (s == nullptr || s->cant_match.empty())
         return {};
     // The gap may have closed for messages that arrived early.
-    for (auto it = s.cant_match.find(s.expected_seq); it != s.cant_match.end();
-         it = s.cant_match.find(s.expected_seq)) {
+    for (auto it = s->cant_match.find(expected); it != s->cant_match.end();
+         it = s->cant_match.find(expected)) {
         UnexpectedPtr held = std::move(it->second);
-        s.cant_match.erase(it);
-        ++s.expected_seq;
+        s->cant_match.erase(it);
+        ++expected;
         deliver_held(std::move(held), sink, held_bytes);
     }
     return {};

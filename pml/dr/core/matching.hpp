@@ -139,10 +139,12 @@ class CommMatcher {
     // Visits every message held (unexpected and out of order).
     template <typename Fn>
     void for_each_held(Fn&& fn) const {
-        for (const Source& s : in_) {
-            for (const auto& u : s.unexpected)
+        for (const auto& s : in_) {
+            if (!s)
+                continue;
+            for (const auto& u : s->unexpected)
                 fn(*u);
-            for (const auto& [seq, u] : s.cant_match)
+            for (const auto& [seq, u] : s->cant_match)
                 fn(*u);
         }
     }
@@ -160,9 +162,14 @@ class CommMatcher {
         std::uint64_t order;  // post order, to pick between specific and wildcard lists
     };
     static constexpr std::uint32_t kNotBusy = UINT32_MAX;
+    // Every rank of the group has its two sequence numbers; its queues
+    // (Source) are made the first time one is needed: a rank that never
+    // sends to us, and that we never name in a receive, costs a pointer.
+    struct Seqs {
+        std::uint16_t send = 0;      // next msg_seq to send to this rank
+        std::uint16_t expected = 0;  // next msg_seq to match from this rank
+    };
     struct Source {
-        std::uint16_t send_seq = 0;                // next msg_seq to send to this rank
-        std::uint16_t expected_seq = 0;            // next msg_seq to match from this rank
         std::uint32_t busy_at = kNotBusy;          // index in busy_ while unexpected is non-empty
         plugin::common::RingQueue<Posted> posted;  // receives naming this source
         std::list<UnexpectedPtr> unexpected;
@@ -181,8 +188,12 @@ class CommMatcher {
     void push_unexpected(std::int32_t src, UnexpectedPtr msg);
     UnexpectedPtr erase_unexpected(Source& s, std::list<UnexpectedPtr>::iterator it) noexcept;
 
-    std::vector<Source> in_;
-    plugin::common::RingQueue<Posted> wild_;  // MPI_ANY_SOURCE receives
+    // The rank's queues, made on first use.
+    Source& source(std::size_t rank);
+
+    std::vector<Seqs> seqs_;
+    std::vector<std::unique_ptr<Source>> in_;  // null: nothing ever queued for the rank
+    plugin::common::RingQueue<Posted> wild_;   // MPI_ANY_SOURCE receives
     // Sources whose unexpected list is non-empty, in no particular order
     // (a wildcard search compares arrival stamps, not positions).
     std::vector<std::uint32_t> busy_;
