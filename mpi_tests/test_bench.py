@@ -231,3 +231,22 @@ def test_plots_are_written(quick) -> None:
             png = out / f"{b.name}_{metric}.png"
             assert png.is_file(), f"{png.name} missing:\n{proc.stderr[-2000:]}"
             assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png.name
+
+
+# ------------------------------------------------------------- scripts/bench-heap
+
+
+def test_bench_heap_prints_a_row_per_configuration() -> None:
+    """scripts/bench-heap on 4 ranks, once: ob1, dr and dr with trust off each
+    get a row with their heap figures, and dr's are compared with ob1's."""
+    if os.environ.get("DR_PRELOAD"):
+        pytest.skip("heap figures under sanitizers measure the sanitizer")
+    proc = subprocess.run([str(harness.REPO / "scripts" / "bench-heap"), "--np", "4", "--reps", "1"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=300 * harness.timeout_scale())
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = {line.split("|")[1].strip(): line for line in proc.stdout.splitlines()
+            if line.startswith("| ") and " KB |" in line}
+    assert set(rows) == {"ob1", "dr", "dr-trust"}, proc.stdout
+    for name in ("dr", "dr-trust"):
+        assert " B | " in rows[name] and rows[name].rstrip().endswith("B |"), rows[name]
