@@ -15,24 +15,28 @@ Engine::Engine(Config config, plugin::common::LogSink& log)
     : config_(std::move(config)), log_(log), eager_window_(config_.unexpected_limit) {}
 
 PeerId Engine::add_peer(PeerName name) {
-    auto [it, inserted] = peer_ids_.try_emplace(name, static_cast<PeerId>(peers_.size()));
-    if (inserted) {
-        if (peers_.empty())
-            home_jobid_ = name.jobid;
-        if (name.jobid == home_jobid_ && name.vpid < kMaxDirectVpids) {
-            if (by_vpid_.size() <= name.vpid)
-                by_vpid_.resize(std::size_t{name.vpid} + 1, kNoPeer);
-            by_vpid_[name.vpid] = it->second;
-        }
-        peers_.push_back(name);
-        flow_.emplace_back();
-        // The receiver's unexpected store is shared by every peer that may
-        // send to it. No floor: with very many peers a window may hold no
-        // eager data at all, and every message then goes as a data-less RNDV.
-        // (Kept, not computed per message: a division on every send.)
-        eager_window_ = config_.unexpected_limit / peers_.size();
+    if (const PeerId* known = lookup(name))
+        return *known;
+    const auto id = static_cast<PeerId>(peers_.size());
+    if (peers_.empty())
+        home_jobid_ = name.jobid;
+    // Peers of the first job seen are found by vpid (4 bytes each); only
+    // others take a hash-table entry.
+    if (name.jobid == home_jobid_ && name.vpid < kMaxDirectVpids) {
+        if (by_vpid_.size() <= name.vpid)
+            by_vpid_.resize(std::size_t{name.vpid} + 1, kNoPeer);
+        by_vpid_[name.vpid] = id;
+    } else {
+        peer_ids_.emplace(name, id);
     }
-    return it->second;
+    peers_.push_back(name);
+    flow_.emplace_back();
+    // The receiver's unexpected store is shared by every peer that may
+    // send to it. No floor: with very many peers a window may hold no
+    // eager data at all, and every message then goes as a data-less RNDV.
+    // (Kept, not computed per message: a division on every send.)
+    eager_window_ = config_.unexpected_limit / peers_.size();
+    return id;
 }
 
 bool Engine::find_peer(PeerName name, PeerId& out) const noexcept {
