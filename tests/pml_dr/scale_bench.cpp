@@ -3,12 +3,14 @@
 // --benchmark pml_dr_scale` or scripts/scale.
 //
 // One process's sans-I/O engine and reliable channel with 1k, 10k and 100k
-// peers, as the glue sets them up (a peer and one path per process of the
-// job, one communicator holding every rank), measured by counting the heap
-// the core allocates:
-//   - bytes per idle peer (the peer and its path, and its rank in one
-//     communicator, reported apart);
-//   - bytes per active peer (more, once one frame went to it);
+// peers, as the glue sets them up (the engine knows every process of the
+// job, the channel is offered one path per peer on its first use, one
+// communicator holds every rank), measured by counting the heap the core
+// allocates:
+//   - bytes per idle peer (known, never talked to; its rank in one
+//     communicator reported apart);
+//   - bytes per active peer (more, once one frame went to it: the channel's
+//     state for the peer, its path and its send window);
 //   - finalize's flush of ACKs with 1,000 peers active: the peers it visits;
 //   - an MPI_ANY_SOURCE receive with nothing queued: the sources the matcher
 //     visited, and the wall time of post + cancel (the only timed figure);
@@ -72,6 +74,7 @@ constexpr std::uint32_t kCid = 0;
 
 struct NullOutput final : ChannelOutput {
     ReliableChannel* ch = nullptr;
+    void offer_paths(PeerId, std::vector<PathOffer>& out) override { out.push_back({0, false}); }
     bool transmit(PeerId peer, PathId path, FrameRef ref, bool) override {
         if (ch != nullptr)
             ch->on_local_complete(peer, path, ref, true, 0);
@@ -104,12 +107,8 @@ void memory_and_matching(std::uint32_t peers) {
     out.ch = &ch;
     std::vector<PeerId> remote;
     remote.reserve(peers);
-    for (std::uint32_t p = 0; p < peers; ++p) {
-        const PeerId id = engine.add_peer({kJob, p});
-        ch.add_peer(id);
-        ch.add_path(id, 0);
-        remote.push_back(id);
-    }
+    for (std::uint32_t p = 0; p < peers; ++p)
+        remote.push_back(engine.add_peer({kJob, p}));
     const std::size_t after_peers = g_live;
     Sink sink;
     engine.add_comm(kCid, std::move(remote), sink);

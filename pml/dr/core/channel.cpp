@@ -469,8 +469,32 @@ bool ReliableChannel::add_path(PeerId peer, PathId path, bool standby) {
     return true;
 }
 
+bool ReliableChannel::ensure_peer(PeerId peer) {
+    return touch(peer) != nullptr;
+}
+
+ReliableChannel::Peer* ReliableChannel::make_offered(PeerId peer) {
+    std::vector<PathOffer> offers;
+    out_.offer_paths(peer, offers);
+    if (offers.empty())
+        return nullptr;
+    add_peer(peer);
+    // Paths the BML chose first: a standby path is one only beside another.
+    std::stable_partition(offers.begin(), offers.end(),
+                          [](const PathOffer& o) { return !o.standby; });
+    for (const PathOffer& o : offers)
+        (void)add_path(peer, o.path, o.standby);
+    return find(peer);
+}
+
+void ReliableChannel::remove_path_everywhere(PathId path, Micros now) {
+    for (PeerId peer = 0; peer < peers_.size(); ++peer)
+        if (peers_[peer] != nullptr)
+            remove_path(peer, path, now);
+}
+
 void ReliableChannel::remove_path(PeerId peer, PathId path, Micros now) {
-    Peer* p = find(peer);
+    Peer* p = touch(peer);
     if (p == nullptr)
         return;
     const std::uint8_t slot = Ops::find_slot(*p, path);
@@ -482,7 +506,7 @@ void ReliableChannel::remove_path(PeerId peer, PathId path, Micros now) {
 }
 
 void ReliableChannel::declare_dead(PeerId peer, const char* reason) {
-    Peer* p = find(peer);
+    Peer* p = touch(peer);  // a peer never used must still fail its requests
     if (p == nullptr || p->state == PeerState::Dead)
         return;
     Ops::settle(*this, *p);  // what its traffic acknowledged is not abandoned

@@ -335,9 +335,21 @@ struct PeerCounters {
     std::uint64_t nacks_sent = 0;    // damaged arrivals reported at once
 };
 
+// A path the glue offers for a peer the channel has no state for yet (see
+// ChannelOutput::offer_paths).
+struct PathOffer {
+    PathId path = 0;
+    bool standby = false;  // as add_path(peer, path, standby)
+};
+
 class ChannelOutput {
   public:
     virtual ~ChannelOutput() = default;
+    // The paths to `peer`, for which add_peer() was never called: the
+    // channel makes a peer's state (about 1 KB with one path) only when it
+    // is first sent to or heard from, and asks here what add_path() would
+    // have been told. Nothing offered (the default): the peer stays unknown.
+    virtual void offer_paths(PeerId /*peer*/, std::vector<PathOffer>& /*out*/) {}
     // Put frame `ref` (stamped with ref.seq) on `path`. True: the BTL is
     // already done with it (a send that completed inline, like sendi), which
     // stands for on_local_complete(peer, path, ref, ok = true). False: the
@@ -376,8 +388,15 @@ class ReliableChannel {
     ReliableChannel(const ReliableChannel&) = delete;
     ReliableChannel& operator=(const ReliableChannel&) = delete;
 
-    // --- peers and paths (from the glue's add_procs / BTL error callbacks)
+    // --- peers and paths (from the glue's add_procs / BTL error callbacks).
+    // A peer is made by add_peer(), or on its first use from what the
+    // output offers (ChannelOutput::offer_paths): a submit, an arrival from
+    // it, a PROBE or damaged frame from it, a path of it removed, its death
+    // declared, or ensure_peer().
     void add_peer(PeerId peer);
+    // The peer's state, made now from the output's offer if there is none
+    // yet. False: unknown (nothing offered).
+    bool ensure_peer(PeerId peer);
     // Forget a peer without declaring it dead (finalize): its unreleased frames
     // are reported acked (if acknowledged) or abandoned.
     void remove_peer(PeerId peer);
@@ -389,6 +408,9 @@ class ReliableChannel {
     bool add_path(PeerId peer, PathId path, bool standby = false);
     // The BTL reported an error: fail the path now and re-drive its frames.
     void remove_path(PeerId peer, PathId path, Micros now);
+    // The BTL itself is gone: remove_path() for every peer that has state
+    // (the output must not offer the path to the others any more).
+    void remove_path_everywhere(PathId path, Micros now);
     // Something outside the channel (the runtime) knows the peer is dead:
     // as when its last path fails, what it has not acknowledged is abandoned
     // and peer_dead() follows. Unknown or dead peers: nothing happens.
@@ -547,6 +569,12 @@ class ReliableChannel {
 
     // Inline: every entry starts here.
     Peer* find(PeerId peer) noexcept { return peer < peers_.size() ? peers_[peer].get() : nullptr; }
+    // find(), or the peer made from the output's offer (nullptr: unknown).
+    Peer* touch(PeerId peer) {
+        Peer* p = find(peer);
+        return p != nullptr ? p : make_offered(peer);
+    }
+    Peer* make_offered(PeerId peer);
     [[nodiscard]] const Peer* find(PeerId peer) const noexcept {
         return peer < peers_.size() ? peers_[peer].get() : nullptr;
     }

@@ -142,7 +142,7 @@ void ReliableChannel::flush_acks(Micros now) {
 }
 
 void ReliableChannel::on_probe(PeerId peer, PathId path, std::uint32_t id, Micros now) {
-    Peer* p = find(peer);
+    Peer* p = touch(peer);
     if (p == nullptr || p->state == PeerState::Dead || id == 0)
         return;
     // Our ACK first, on the probe's path (unless we failed it), then the
@@ -196,7 +196,7 @@ void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Mi
     (void)now;
     // A damaged copy of a frame we have, or one outside the window (the
     // sender cannot have sent it yet): nothing to ask for.
-    if (!is_fresh(peer, seq))
+    if (touch(peer) == nullptr || !is_fresh(peer, seq))
         return;
     Peer* p = find(peer);
     // Back on the path it came on, unless we declared that one failed.
@@ -217,7 +217,7 @@ void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Mi
 
 Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now,
                                  std::size_t bytes, bool ack_now) {
-    Peer* p = find(peer);
+    Peer* p = touch(peer);
     if (p == nullptr)
         return Verdict::Drop;
     return Ops::data(*this, *p, path, seq, now, bytes, ack_now);
@@ -226,7 +226,7 @@ Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Mi
 Verdict ReliableChannel::on_sequenced(PeerId peer, PathId path, std::uint32_t seq,
                                       std::uint32_t ack_seq, Micros now, std::size_t bytes,
                                       bool ack_now) {
-    Peer* p = find(peer);
+    Peer* p = touch(peer);
     if (p == nullptr)
         return Verdict::Drop;
     Ops::carried(*this, *p, ack_seq, now);

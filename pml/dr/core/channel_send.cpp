@@ -520,7 +520,7 @@ bool ReliableChannel::Ops::window_room(Ch& ch, Peer& p) {
 
 SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, std::size_t bytes,
                                      PathId hint) {
-    Peer* p = find(peer);
+    Peer* p = touch(peer);
     if (p == nullptr)
         return {SubmitStatus::UnknownPeer, 0};
     if (p->state == PeerState::Dead)
@@ -549,7 +549,7 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
 }
 
 SubmitCheck ReliableChannel::check_submit_on(PeerId peer, PathId path) {
-    Peer* p = find(peer);
+    Peer* p = touch(peer);
     if (p == nullptr)
         return {SubmitStatus::UnknownPeer, 0};
     if (p->state == PeerState::Dead)

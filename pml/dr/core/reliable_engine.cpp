@@ -31,8 +31,7 @@ std::optional<Micros> ReliableEngine::deadline_change(bool always) noexcept {
 }
 
 void ReliableEngine::path_lost_to_all(PathId path, Micros now) {
-    for (PeerId peer = 0; peer < engine_.peer_count(); ++peer)
-        channel_.remove_path(peer, path, now);
+    channel_.remove_path_everywhere(path, now);
 }
 
 void ReliableEngine::remove_all_peers() {

@@ -46,6 +46,7 @@ enum class TxResult { Done, Posted, Failed, Busy };
 // core::ChannelGate.)
 class Glue final : public core::ChannelOutput {
   public:
+    void offer_paths(PeerId peer, std::vector<core::PathOffer>& out) override;
     bool transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) override;
     void send_ack(PeerId peer, PathId path, const core::AckInfo& ack) override;
     void send_nack(PeerId peer, PathId path, std::uint32_t seq) override;
@@ -80,7 +81,10 @@ struct Reliability {
     std::uint64_t acks_dropped = 0;      // no descriptor or path for an ACK
     std::uint64_t frames_killed_rx = 0;  // arrived on a BTL fault_fail_btl killed
     std::uint64_t descriptor_waits = 0;  // frames deferred: the BTL had no descriptor free
-    std::vector<std::uint8_t> scratch;   // corrupted copies of frames
+    // BTL modules that reported themselves gone (an error naming no peer):
+    // never offered as a path again.
+    std::vector<const mca_btl_base_module_t*> gone_btls;
+    std::vector<std::uint8_t> scratch;  // corrupted copies of frames
     // Released frames for reuse, by the capacity of their byte buffers
     // (kSmallFrame), so a small frame does not take a large buffer.
     std::vector<StoredFrame*> pool_small;
@@ -473,6 +477,44 @@ void Glue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
     send_unsequenced(peer, path, buf, sizeof buf);
 }
 
+// The channel makes a peer's state on its first use: its BML send paths
+// (minus modules gone), then standby paths, opened now. Their BTLs bound the
+// peer's frames: a frame built for one path may be resent on any other.
+void Glue::offer_paths(PeerId peer, std::vector<core::PathOffer>& out) {
+    ompi_proc_t* proc = proc_of(peer);
+    mca_bml_base_endpoint_t* ep = proc != nullptr ? mca_bml_base_get_endpoint(proc) : nullptr;
+    if (ep == nullptr)
+        return;
+    if (g_rel.limits.size() <= peer)
+        g_rel.limits.resize(peer + 1);
+    PeerLimits& lim = g_rel.limits[peer];
+    const auto offer = [&](const mca_btl_base_module_t* btl, bool standby) {
+        out.push_back(core::PathOffer{path_of(btl), standby});
+        lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
+        lim.eager = std::min(lim.eager, btl->btl_eager_limit);
+    };
+    const auto offered = [&out](const mca_btl_base_module_t* btl) {
+        return std::any_of(out.begin(), out.end(),
+                           [btl](const core::PathOffer& o) { return o.path == path_of(btl); });
+    };
+    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
+        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < n; ++i) {
+            const mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
+            if (offered(btl) || std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) !=
+                                    g_rel.gone_btls.end())
+                continue;
+            offer(btl, false);
+            logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
+                 OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
+        }
+    }
+    const std::size_t max_paths = chan().params().max_paths;
+    for (const mca_btl_base_module_t* btl :
+         standby_add_peer(peer, proc, max_paths > out.size() ? max_paths - out.size() : 0))
+        offer(btl, true);
+}
+
 void Glue::path_failed(PeerId peer, PathId path) {
     const State& s = state();
     ompi_proc_t* proc = proc_of(peer);
@@ -582,32 +624,22 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
 }
 
 void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
-    core::ReliableChannel& ch = chan();
-    if (!ch.has_peer(peer))
-        ch.add_peer(peer);
+    // The channel's state for the peer comes with its first use
+    // (Glue::offer_paths): a process of the job never talked to costs it
+    // nothing.
     if (g_rel.limits.size() <= peer)
         g_rel.limits.resize(peer + 1);
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
-    if (ep == nullptr)
+    if (ep == nullptr || proc != ompi_proc_local_proc)
         return;
-    PeerLimits& lim = g_rel.limits[peer];
+    // Frames to ourselves arrive on self, exempt from fault injection.
     for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
         const std::size_t n = mca_bml_base_btl_array_get_size(arr);
         for (std::size_t i = 0; i < n; ++i) {
             mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
             if (std::string_view(btl_name(btl)) == "self")
                 g_rel.self_btl = btl;
-            if (ch.add_path(peer, path_of(btl)))
-                logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
-                     OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
-            lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
-            lim.eager = std::min(lim.eager, btl->btl_eager_limit);
         }
-    }
-    // Standby paths (standby.hpp) may carry any frame after a failover.
-    for (const mca_btl_base_module_t* btl : standby_add_peer(ch, peer, proc)) {
-        lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
-        lim.eager = std::min(lim.eager, btl->btl_eager_limit);
     }
 }
 
@@ -716,6 +748,7 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
 }
 
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
+    (void)chan().ensure_peer(peer);
     return chan().path_preferred(peer, path_of(btl));
 }
 
@@ -740,6 +773,7 @@ mca_bml_base_btl_t* nearest_usable(PeerId peer) noexcept {
 }
 
 std::uint32_t next_seq(PeerId peer) noexcept {
+    (void)chan().ensure_peer(peer);
     return chan().next_seq(peer);
 }
 
@@ -752,17 +786,21 @@ void settle_carried_acks(PeerId peer) noexcept {
 }
 
 std::size_t live_paths(PeerId peer) noexcept {
+    (void)chan().ensure_peer(peer);
     return chan().live_paths(peer);
 }
 
 bool peer_is_dead(PeerId peer) noexcept {
+    (void)chan().ensure_peer(peer);  // a peer nothing was offered for reads as dead
     return chan().peer_state(peer) == core::PeerState::Dead;
 }
 
 std::size_t frame_cap(PeerId peer) noexcept {
+    (void)chan().ensure_peer(peer);  // its paths bound it
     return peer < g_rel.limits.size() ? g_rel.limits[peer].max_frame : 0;
 }
 std::size_t eager_cap(PeerId peer) noexcept {
+    (void)chan().ensure_peer(peer);
     return peer < g_rel.limits.size() ? g_rel.limits[peer].eager : 0;
 }
 
@@ -811,7 +849,10 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
                                peer))
             rel().path_lost(peer, path_of(btl), g_rel.now);
     } else {
-        rel().path_lost_to_all(path_of(btl), g_rel.now);  // the whole module is gone
+        // The whole module is gone: no peer is offered it any more.
+        if (std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) == g_rel.gone_btls.end())
+            g_rel.gone_btls.push_back(btl);
+        rel().path_lost_to_all(path_of(btl), g_rel.now);
     }
     rearm();
 }

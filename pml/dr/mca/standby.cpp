@@ -90,8 +90,8 @@ void make_high_priority(mca_btl_base_module_t* btl) noexcept {
 
 }  // namespace
 
-std::vector<mca_btl_base_module_t*> standby_add_peer(core::ReliableChannel& ch, core::PeerId peer,
-                                                     ompi_proc_t* proc) {
+std::vector<mca_btl_base_module_t*> standby_add_peer(core::PeerId peer, ompi_proc_t* proc,
+                                                     std::size_t room) {
     std::vector<mca_btl_base_module_t*> added;
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
     // This process reaches itself through self alone (and vader's add_procs
@@ -110,7 +110,7 @@ std::vector<mca_btl_base_module_t*> standby_add_peer(core::ReliableChannel& ch, 
     opal_proc_t* oproc = &proc->super;
     for (mca_btl_base_module_t* btl : modules_by_exclusivity()) {
         // The channel takes max_paths per peer: no endpoint opened for nothing.
-        if (ch.paths(peer).size() >= ch.params().max_paths)
+        if (added.size() >= room)
             break;
         if ((btl->btl_flags & MCA_BTL_FLAGS_SEND) == 0 || btl->btl_send == nullptr ||
             btl->btl_alloc == nullptr || in_array(&ep->btl_eager, btl) ||
@@ -122,11 +122,6 @@ std::vector<mca_btl_base_module_t*> standby_add_peer(core::ReliableChannel& ch, 
         const bool opened = bep == nullptr;
         if (opened && (bep = open_endpoint(btl, oproc, &reach)) == nullptr)
             continue;
-        if (!ch.add_path(peer, path_of(btl), /*standby=*/true)) {
-            if (opened)
-                (void)btl->btl_del_procs(btl, 1, &oproc, &bep);
-            continue;
-        }
         auto bb = std::make_unique<mca_bml_base_btl_t>();
         bb->btl_flags = btl->btl_flags;
         bb->btl_weight = 0;

@@ -34,11 +34,12 @@
 
 namespace pml::dr::mca {
 
-// Adds the standby paths of `peer` (`proc`) to `ch`. Returns their BTL
-// modules: a frame re-driven onto one must fit it, so their limits bound
-// the peer's frames.
-std::vector<mca_btl_base_module_t*> standby_add_peer(core::ReliableChannel& ch, core::PeerId peer,
-                                                     ompi_proc_t* proc);
+// Opens the standby paths of `peer` (`proc`), at most `room` of them, and
+// returns their BTL modules, for the channel to add as standby paths (a
+// frame re-driven onto one must fit it, so their limits bound the peer's
+// frames).
+std::vector<mca_btl_base_module_t*> standby_add_peer(core::PeerId peer, ompi_proc_t* proc,
+                                                     std::size_t room);
 // Our entry for the standby path over `btl` to `peer` (nullptr: none).
 mca_bml_base_btl_t* standby_find(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 // The peer's standby entry the channel has promoted (nullptr: none): where
