@@ -12,8 +12,9 @@
 // alone, and the drtcp endpoint opened for it is gone: with drucx dead,
 // nothing is left to fail over to.
 //
-// For each peer, every initialized BTL module that is not among its BML send
-// BTLs gets an endpoint of ours: the one the BML kept in btl_rdma, or a new
+// For each peer, when the channel first uses it (Glue::offer_paths), every
+// initialized BTL module that is not among its BML send BTLs gets an
+// endpoint of ours: the one the BML kept in btl_rdma, or a new
 // one from the BTL's add_procs (one proc and a one-bit reachability bitmap,
 // as bml r2 does; not reachable: nothing kept). It is kept in an
 // mca_bml_base_btl_t of ours (the BML's layout, so every mca_bml_base_*
