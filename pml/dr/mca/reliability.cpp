@@ -497,22 +497,24 @@ void Glue::offer_paths(PeerId peer, std::vector<core::PathOffer>& out) {
         return std::any_of(out.begin(), out.end(),
                            [btl](const core::PathOffer& o) { return o.path == path_of(btl); });
     };
+    const auto gone = [](const mca_btl_base_module_t* btl) {
+        return std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) !=
+               g_rel.gone_btls.end();
+    };
     for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
         const std::size_t n = mca_bml_base_btl_array_get_size(arr);
         for (std::size_t i = 0; i < n; ++i) {
             const mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
-            if (offered(btl) || std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) !=
-                                    g_rel.gone_btls.end())
+            if (offered(btl) || gone(btl))
                 continue;
             offer(btl, false);
             logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
                  OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
         }
     }
-    const std::size_t max_paths = chan().params().max_paths;
-    for (const mca_btl_base_module_t* btl :
-         standby_add_peer(peer, proc, max_paths > out.size() ? max_paths - out.size() : 0))
-        offer(btl, true);
+    for (const mca_btl_base_module_t* btl : standby_btls(peer))
+        if (!gone(btl))
+            offer(btl, true);
 }
 
 void Glue::path_failed(PeerId peer, PathId path) {
@@ -626,21 +628,28 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
 void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
     // The channel's state for the peer comes with its first use
     // (Glue::offer_paths): a process of the job never talked to costs it
-    // nothing.
+    // nothing. Its standby endpoints are opened now, outside any BTL
+    // callback (a BTL's add_procs from inside another's callback would take
+    // that BTL's locks under ours).
     if (g_rel.limits.size() <= peer)
         g_rel.limits.resize(peer + 1);
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
-    if (ep == nullptr || proc != ompi_proc_local_proc)
+    if (ep == nullptr)
         return;
-    // Frames to ourselves arrive on self, exempt from fault injection.
+    std::vector<const mca_btl_base_module_t*> bml;
     for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
         const std::size_t n = mca_bml_base_btl_array_get_size(arr);
         for (std::size_t i = 0; i < n; ++i) {
             mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
-            if (std::string_view(btl_name(btl)) == "self")
+            // Frames to ourselves arrive on self, exempt from fault injection.
+            if (proc == ompi_proc_local_proc && std::string_view(btl_name(btl)) == "self")
                 g_rel.self_btl = btl;
+            if (std::find(bml.begin(), bml.end(), btl) == bml.end())
+                bml.push_back(btl);
         }
     }
+    const std::size_t max_paths = chan().params().max_paths;
+    standby_add_peer(peer, proc, max_paths > bml.size() ? max_paths - bml.size() : 0);
 }
 
 int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept {

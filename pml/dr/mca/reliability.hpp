@@ -69,9 +69,9 @@ void reliability_init(const core::Config& config, plugin::common::OpalLogSink& l
 // exchanges BYEs so that nothing is written to a peer that left.
 void reliability_drain() noexcept;
 void reliability_fini() noexcept;
-// A process the PML now knows (peer_for): nothing of the channel yet, which
-// makes the peer's state on its first use, from the paths the glue offers
-// then (its BML paths, then standby paths it opens).
+// A process the PML now knows (peer_for): its standby endpoints are opened,
+// nothing of the channel yet, which makes the peer's state on its first use
+// from the paths the glue offers then (its BML paths, then standby paths).
 void reliability_add_peer(core::PeerId peer, ompi_proc_t* proc);
 int reliability_progress() noexcept;
 

@@ -90,14 +90,12 @@ void make_high_priority(mca_btl_base_module_t* btl) noexcept {
 
 }  // namespace
 
-std::vector<mca_btl_base_module_t*> standby_add_peer(core::PeerId peer, ompi_proc_t* proc,
-                                                     std::size_t room) {
-    std::vector<mca_btl_base_module_t*> added;
+void standby_add_peer(core::PeerId peer, ompi_proc_t* proc, std::size_t room) {
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
     // This process reaches itself through self alone (and vader's add_procs
     // must not see its own process twice).
     if (ep == nullptr || proc == ompi_proc_local_proc)
-        return added;
+        return;
     if (g_sb.by_peer.size() <= peer)
         g_sb.by_peer.resize(peer + 1);
     std::vector<Entry>& entries = g_sb.by_peer[peer];
@@ -105,12 +103,12 @@ std::vector<mca_btl_base_module_t*> standby_add_peer(core::PeerId peer, ompi_pro
     OBJ_CONSTRUCT(&reach, opal_bitmap_t);
     if (opal_bitmap_init(&reach, 1) != OPAL_SUCCESS) {
         OBJ_DESTRUCT(&reach);
-        return added;
+        return;
     }
     opal_proc_t* oproc = &proc->super;
     for (mca_btl_base_module_t* btl : modules_by_exclusivity()) {
         // The channel takes max_paths per peer: no endpoint opened for nothing.
-        if (added.size() >= room)
+        if (entries.size() >= room)
             break;
         if ((btl->btl_flags & MCA_BTL_FLAGS_SEND) == 0 || btl->btl_send == nullptr ||
             btl->btl_alloc == nullptr || in_array(&ep->btl_eager, btl) ||
@@ -128,12 +126,18 @@ std::vector<mca_btl_base_module_t*> standby_add_peer(core::PeerId peer, ompi_pro
         bb->btl = btl;
         bb->btl_endpoint = bep;
         entries.push_back(Entry{std::move(bb), oproc, opened, false});
-        added.push_back(btl);
         logf(*state().log, LogLevel::Debug, "peer %s: standby path over BTL %s",
              OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
     }
     OBJ_DESTRUCT(&reach);
-    return added;
+}
+
+std::vector<const mca_btl_base_module_t*> standby_btls(core::PeerId peer) {
+    std::vector<const mca_btl_base_module_t*> btls;
+    if (peer < g_sb.by_peer.size())
+        for (const Entry& e : g_sb.by_peer[peer])
+            btls.push_back(e.bb->btl);
+    return btls;
 }
 
 mca_bml_base_btl_t* standby_find(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept {

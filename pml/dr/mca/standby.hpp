@@ -12,13 +12,13 @@
 // alone, and the drtcp endpoint opened for it is gone: with drucx dead,
 // nothing is left to fail over to.
 //
-// For each peer, when the channel first uses it (Glue::offer_paths), every
-// initialized BTL module that is not among its BML send BTLs gets an
-// endpoint of ours: the one the BML kept in btl_rdma, or a new
+// For each peer, as the PML adds it, every initialized BTL module that is
+// not among its BML send BTLs gets an endpoint of ours: the one the BML kept in btl_rdma, or a new
 // one from the BTL's add_procs (one proc and a one-bit reachability bitmap,
 // as bml r2 does; not reachable: nothing kept). It is kept in an
 // mca_bml_base_btl_t of ours (the BML's layout, so every mca_bml_base_*
-// helper takes it) and added to the channel as a standby path, best
+// helper takes it) and offered to the channel as a standby path (on the
+// peer's first use, Glue::offer_paths), best
 // (highest exclusivity) first. The channel sends nothing on it until the
 // last better path failed; then it promotes the first standby, find_bml()
 // hands out our entry, and new frames pick it (standby_active()). The BTL's
@@ -35,12 +35,13 @@
 
 namespace pml::dr::mca {
 
-// Opens the standby paths of `peer` (`proc`), at most `room` of them, and
-// returns their BTL modules, for the channel to add as standby paths (a
-// frame re-driven onto one must fit it, so their limits bound the peer's
-// frames).
-std::vector<mca_btl_base_module_t*> standby_add_peer(core::PeerId peer, ompi_proc_t* proc,
-                                                     std::size_t room);
+// Opens the standby paths of `peer` (`proc`), at most `room` of them (the
+// PML's add_procs, outside any BTL callback).
+void standby_add_peer(core::PeerId peer, ompi_proc_t* proc, std::size_t room);
+// The BTL modules of the peer's standby paths, best first: what the channel
+// is offered as standby paths (a frame re-driven onto one must fit it, so
+// their limits bound the peer's frames).
+std::vector<const mca_btl_base_module_t*> standby_btls(core::PeerId peer);
 // Our entry for the standby path over `btl` to `peer` (nullptr: none).
 mca_bml_base_btl_t* standby_find(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 // The peer's standby entry the channel has promoted (nullptr: none): where
