@@ -48,13 +48,13 @@ class ReliableEngine {
     bool on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, PathId path, Micros now);
 
     // --- time
-    // The timer the glue armed for deadline() fired (or progress saw it
-    // pass).
+    // The timer the glue armed for next_deadline() fired (or progress saw
+    // it pass).
     void on_timer(Micros now) { channel_.on_timer(now); }
     // The earliest deadline of the channel's timers (kNever: none).
     [[nodiscard]] Micros next_deadline() const noexcept { return channel_.next_deadline(); }
-    // The same, when it may have moved
-    // since the last call (nullopt: it did not; `always`: return it anyway).
+    // The same, when it may have moved since the last call (nullopt: it
+    // did not; `always`: return it anyway).
     [[nodiscard]] std::optional<Micros> deadline_change(bool always = false) noexcept;
     // Carried acknowledgements are applied in batches: whether one is due,
     // and applying it (after a frame went to its BTL, or from progress, not

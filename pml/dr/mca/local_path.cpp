@@ -8,6 +8,7 @@
 
 #include "btl_medium.hpp"
 #include "pml.hpp"
+#include "reliability.hpp"
 #include "trust.hpp"
 #include "wire_local.hpp"
 
@@ -81,16 +82,10 @@ void local_add_peer(core::PeerId peer, ompi_proc_t* proc) noexcept {
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
     if (ep == nullptr)
         return;
+    const std::vector<const mca_btl_base_module_t*> btls = bml_send_btls(ep);
     std::vector<core::PathMedium> media;
-    std::vector<const mca_btl_base_module_t*> btls;
-    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
-        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
-        for (std::size_t i = 0; i < n; ++i) {
-            const mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
-            media.push_back(medium_of(btl));
-            btls.push_back(btl);
-        }
-    }
+    for (const mca_btl_base_module_t* btl : btls)
+        media.push_back(medium_of(btl));
     core::LocalTrust trust = core::local_trust(state().config, media);
     const bool in_process = std::all_of(media.begin(), media.end(), [](core::PathMedium m) {
         return m == core::PathMedium::Process;

@@ -493,24 +493,16 @@ void Glue::offer_paths(PeerId peer, std::vector<core::PathOffer>& out) {
         lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
         lim.eager = std::min(lim.eager, btl->btl_eager_limit);
     };
-    const auto offered = [&out](const mca_btl_base_module_t* btl) {
-        return std::any_of(out.begin(), out.end(),
-                           [btl](const core::PathOffer& o) { return o.path == path_of(btl); });
-    };
     const auto gone = [](const mca_btl_base_module_t* btl) {
         return std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) !=
                g_rel.gone_btls.end();
     };
-    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
-        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
-        for (std::size_t i = 0; i < n; ++i) {
-            const mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
-            if (offered(btl) || gone(btl))
-                continue;
-            offer(btl, false);
-            logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
-                 OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
-        }
+    for (const mca_btl_base_module_t* btl : bml_send_btls(ep)) {
+        if (gone(btl))
+            continue;
+        offer(btl, false);
+        logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
+             OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
     }
     for (const mca_btl_base_module_t* btl : standby_btls(peer))
         if (!gone(btl))
@@ -567,6 +559,19 @@ mca_bml_base_btl_t* find_bml(PeerId peer, const mca_btl_base_module_t* btl) noex
         }
     }
     return standby_find(peer, btl);
+}
+
+std::vector<const mca_btl_base_module_t*> bml_send_btls(mca_bml_base_endpoint_t* ep) {
+    std::vector<const mca_btl_base_module_t*> btls;
+    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
+        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
+        for (std::size_t i = 0; i < n; ++i) {
+            const mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
+            if (std::find(btls.begin(), btls.end(), btl) == btls.end())
+                btls.push_back(btl);
+        }
+    }
+    return btls;
 }
 
 StoredFrame* new_frame(PeerId peer, std::size_t bytes) noexcept {
@@ -636,18 +641,12 @@ void reliability_add_peer(PeerId peer, ompi_proc_t* proc) {
     mca_bml_base_endpoint_t* ep = mca_bml_base_get_endpoint(proc);
     if (ep == nullptr)
         return;
-    std::vector<const mca_btl_base_module_t*> bml;
-    for (mca_bml_base_btl_array_t* arr : {&ep->btl_eager, &ep->btl_send}) {
-        const std::size_t n = mca_bml_base_btl_array_get_size(arr);
-        for (std::size_t i = 0; i < n; ++i) {
-            mca_btl_base_module_t* btl = mca_bml_base_btl_array_get_index(arr, i)->btl;
-            // Frames to ourselves arrive on self, exempt from fault injection.
-            if (proc == ompi_proc_local_proc && std::string_view(btl_name(btl)) == "self")
+    const std::vector<const mca_btl_base_module_t*> bml = bml_send_btls(ep);
+    // Frames to ourselves arrive on self, exempt from fault injection.
+    if (proc == ompi_proc_local_proc)
+        for (const mca_btl_base_module_t* btl : bml)
+            if (std::string_view(btl_name(btl)) == "self")
                 g_rel.self_btl = btl;
-            if (std::find(bml.begin(), bml.end(), btl) == bml.end())
-                bml.push_back(btl);
-        }
-    }
     const std::size_t max_paths = chan().params().max_paths;
     standby_add_peer(peer, proc, max_paths > bml.size() ? max_paths - bml.size() : 0);
 }
@@ -756,8 +755,11 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
     return OMPI_SUCCESS;
 }
 
+bool use_peer(PeerId peer) noexcept {
+    return chan().ensure_peer(peer);
+}
+
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
-    (void)chan().ensure_peer(peer);
     return chan().path_preferred(peer, path_of(btl));
 }
 
@@ -782,7 +784,6 @@ mca_bml_base_btl_t* nearest_usable(PeerId peer) noexcept {
 }
 
 std::uint32_t next_seq(PeerId peer) noexcept {
-    (void)chan().ensure_peer(peer);
     return chan().next_seq(peer);
 }
 
@@ -795,21 +796,20 @@ void settle_carried_acks(PeerId peer) noexcept {
 }
 
 std::size_t live_paths(PeerId peer) noexcept {
-    (void)chan().ensure_peer(peer);
     return chan().live_paths(peer);
 }
 
 bool peer_is_dead(PeerId peer) noexcept {
-    (void)chan().ensure_peer(peer);  // a peer nothing was offered for reads as dead
+    // A request's send starts here (start_send): the peer is used from now.
+    // One nothing was offered for reads as dead.
+    (void)use_peer(peer);
     return chan().peer_state(peer) == core::PeerState::Dead;
 }
 
 std::size_t frame_cap(PeerId peer) noexcept {
-    (void)chan().ensure_peer(peer);  // its paths bound it
     return peer < g_rel.limits.size() ? g_rel.limits[peer].max_frame : 0;
 }
 std::size_t eager_cap(PeerId peer) noexcept {
-    (void)chan().ensure_peer(peer);
     return peer < g_rel.limits.size() ? g_rel.limits[peer].eager : 0;
 }
 

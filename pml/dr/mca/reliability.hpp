@@ -85,6 +85,12 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
 // channel declared that path failed: then it picks another.
 // handed (optional): whether a BTL took the frame before this returned.
 int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed = nullptr) noexcept;
+// The channel's state for `peer`, made on its first use from the paths the
+// glue offers (false: it has none, the peer is unreachable). Every way into
+// the full protocol calls it (the inline send, start_send through
+// peer_is_dead(), control frames) before asking about the peer's paths,
+// frame limits or sequence numbers, which read no state that is not there.
+bool use_peer(core::PeerId peer) noexcept;
 // Whether new traffic to `peer` should use this BTL (the channel's
 // path_preferred(): not failed, not a standby, and not suspect while
 // another path is alive).
@@ -97,6 +103,9 @@ mca_bml_base_btl_t* nearest_usable(core::PeerId peer) noexcept;
 // The BML's entry for `btl` towards `peer`, or our own for a standby path
 // (nullptr: none).
 mca_bml_base_btl_t* find_bml(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
+// The BTL modules of a BML endpoint's send paths (btl_eager, then
+// btl_send), each once, in that order.
+std::vector<const mca_btl_base_module_t*> bml_send_btls(mca_bml_base_endpoint_t* ep);
 // Paths to the peer the channel has not declared failed.
 std::size_t live_paths(core::PeerId peer) noexcept;
 // The frame_seq the next frame submitted to `peer` will carry.

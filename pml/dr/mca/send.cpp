@@ -584,6 +584,7 @@ namespace {
 // straight onto the peer's next usable eager BTL, as data frames do (the
 // channel picks a path itself when there is none).
 bool try_send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept {
+    (void)use_peer(peer);  // its paths are asked about below
     mca_bml_base_endpoint_t* ep = endpoint_of(peer);
     StoredFrame* sf = new_frame(peer);
     sf->bytes.assign(frame.begin(), frame.end());

@@ -67,13 +67,16 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (matcher == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
     const core::PeerId peer = peer_for(proc);
-    // The frame must fit every path to the peer: a resend may take another.
-    if (core::kMatchHeaderSize + type_size * count > eager_cap(peer) ||
-        type_size * count > state().config.eager_limit)
+    if (type_size * count > state().config.eager_limit)
         return OMPI_ERR_NOT_AVAILABLE;
     if (engine().sends_local(peer) &&
         local_send(buf, count, dt, dst, tag, comm, proc, peer, *matcher, bb) == OMPI_SUCCESS)
         return OMPI_SUCCESS;
+    // The full protocol from here, with the channel's state for the peer
+    // (made on its first use). The frame must fit every path to the peer: a
+    // resend may take another.
+    if (!use_peer(peer) || core::kMatchHeaderSize + type_size * count > eager_cap(peer))
+        return OMPI_ERR_NOT_AVAILABLE;
 
     // Packed straight into the copy the reliability layer keeps: a plain
     // copy for contiguous data between same-architecture processes, the
