@@ -146,8 +146,8 @@ TEST(DrtcpTransport, BothWaysInOrderByteExactWithSimultaneousConnect) {
         }
         EXPECT_EQ(a.rec.failures + b.rec.failures, 0);
         EXPECT_TRUE(a.rec.sent_err.empty());
-        EXPECT_EQ(Transport::state_of(ab), core::EpState::Connected);
-        EXPECT_EQ(Transport::state_of(ba), core::EpState::Connected);
+        EXPECT_EQ(Transport::state_of(ab), core::ConnState::Connected);
+        EXPECT_EQ(Transport::state_of(ba), core::ConnState::Connected);
     }
 }
 
@@ -168,7 +168,7 @@ TEST(DrtcpTransport, APeerBusyLongerThanTheConnectTimeoutIsNoFailure) {
     Rank idle({9, 9});
     ASSERT_TRUE(pump(a, b, [&] { return b.rec.frames.size() == 1; }));
     EXPECT_EQ(a.rec.failures + b.rec.failures, 0);
-    EXPECT_EQ(Transport::state_of(ab), core::EpState::Connected);
+    EXPECT_EQ(Transport::state_of(ab), core::ConnState::Connected);
 }
 
 TEST(DrtcpTransport, VanishedPeerIsReportedAndQueuedFramesFail) {
@@ -189,7 +189,7 @@ TEST(DrtcpTransport, VanishedPeerIsReportedAndQueuedFramesFail) {
         keep.push_back(std::move(f));
         return false;
     }));
-    EXPECT_EQ(Transport::state_of(ab), core::EpState::Failed);
+    EXPECT_EQ(Transport::state_of(ab), core::ConnState::Failed);
     EXPECT_EQ(a.rec.failures, 1);
     EXPECT_EQ(a.t->counters().endpoint_failures, 1u);
 }
@@ -202,7 +202,7 @@ TEST(DrtcpTransport, ByeIsNotAFailure) {
     complete(a, a.t->send(ab, f->view()), f.get());
     ASSERT_TRUE(pump(a, b, [&] { return b.rec.frames.size() == 1; }));
     b.t->remove_endpoint(ba, b.rec);
-    ASSERT_TRUE(pump(a, b, [&] { return Transport::state_of(ab) == core::EpState::Gone; }));
+    ASSERT_TRUE(pump(a, b, [&] { return Transport::state_of(ab) == core::ConnState::Gone; }));
     EXPECT_EQ(a.rec.failures, 0);
     EXPECT_EQ(a.t->send(ab, f->view()), SendResult::Unreachable);
 }
@@ -268,7 +268,7 @@ TEST(DrtcpTransport, StrangersAndGarbageAreRefusedWhileTheJobGoesOn) {
     }
     ASSERT_TRUE(pump(a, b, [&] { return b.rec.frames.size() == keep.size(); }));
     EXPECT_EQ(a.rec.failures + b.rec.failures, 0);
-    EXPECT_EQ(Transport::state_of(ab), core::EpState::Connected);
+    EXPECT_EQ(Transport::state_of(ab), core::ConnState::Connected);
 }
 
 TEST(DrtcpTransport, KilledModuleFailsBothSides) {

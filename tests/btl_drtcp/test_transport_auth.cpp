@@ -191,8 +191,8 @@ struct Job {
                       std::vector<std::uint8_t>(keep[i]->bytes.begin() + core::kFrameHeaderSize,
                                                 keep[i]->bytes.end()));
         EXPECT_EQ(a.rec.failures + b.rec.failures, 0);
-        EXPECT_EQ(Transport::state_of(ab), core::EpState::Connected);
-        EXPECT_EQ(Transport::state_of(ba), core::EpState::Connected);
+        EXPECT_EQ(Transport::state_of(ab), core::ConnState::Connected);
+        EXPECT_EQ(Transport::state_of(ba), core::ConnState::Connected);
     }
     Rank a, b;
     adapter::Endpoint* ab = nullptr;

@@ -166,14 +166,4 @@ TEST(DrtcpWire, ByeFrameIsEmptyAndUntagged) {
     EXPECT_EQ(decode_frame_header(b, 100).error().code, ErrorCode::BadField);
 }
 
-TEST(DrtcpWire, SimultaneousConnectKeepsExactlyOne) {
-    const ProcName names[] = {{1, 0}, {1, 1}, {1, 7}, {2, 0}, {0xFFFFFFFFu, 3}};
-    for (const ProcName a : names)
-        for (const ProcName b : names)
-            if (!(a == b)) {
-                EXPECT_NE(keep_outgoing(a, b), keep_outgoing(b, a))
-                    << a.jobid << "." << a.vpid << " vs " << b.jobid << "." << b.vpid;
-            }
-}
-
 }  // namespace

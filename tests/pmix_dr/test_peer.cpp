@@ -57,16 +57,6 @@ TEST(PmixPeerPolicy, EveryVerdictHasAName) {
         EXPECT_STRNE(verdict_name(v), "?");
 }
 
-TEST(PmixHelloDeadline, OverdueAfterTheTimeout) {
-    EXPECT_FALSE(hello_overdue(1000, 1000, 2000));
-    EXPECT_FALSE(hello_overdue(1000, 2999, 2000));
-    EXPECT_TRUE(hello_overdue(1000, 3000, 2000));
-    EXPECT_TRUE(hello_overdue(1000, 1000000, 2000));
-    // A clock that went backwards never closes anyone; 0 turns it off.
-    EXPECT_FALSE(hello_overdue(5000, 1000, 2000));
-    EXPECT_FALSE(hello_overdue(0, 1000000, 0));
-}
-
 TEST(PmixHelloBound, AHelloFitsAndALongerFirstMessageIsRefused) {
     HelloBody hello{{5, 1}, 42};
     const auto msg = encode_message(MsgType::Hello, 1, encode(hello));

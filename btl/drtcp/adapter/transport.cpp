@@ -32,6 +32,7 @@ Transport::Transport(const core::Config& config, core::ProcName self,
       log_(&log),
       sockopts_{config.sndbuf, config.rcvbuf, config.nodelay, config.user_timeout_ms},
       epfd_(::epoll_create1(EPOLL_CLOEXEC)),
+      half_open_(config.connect.connect_timeout),
       faults_(config.faults),
       scratch_(kScratchBytes),
       regions_(static_cast<std::uint64_t>(monotonic_micros()) ^ (std::uint64_t{self.jobid} << 32) ^
@@ -51,7 +52,7 @@ Transport::~Transport() {
 void* Transport::user_of(const Endpoint* ep) noexcept {
     return ep->user;
 }
-core::EpState Transport::state_of(const Endpoint* ep) noexcept {
+core::ConnState Transport::state_of(const Endpoint* ep) noexcept {
     return ep->fsm.state();
 }
 
@@ -160,6 +161,7 @@ void Transport::close_conn(Conn* c) {
     if (c == nullptr || c->closed)
         return;
     c->closed = true;
+    half_open_.leave(c);
     (void)::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
     if (c->ep != nullptr) {
@@ -187,7 +189,8 @@ void Transport::start_connect_locked(Endpoint* ep) {
     if (!fd) {
         logf(*log_, LogLevel::Debug, "connect to %u.%u failed at once", ep->remote.jobid,
              ep->remote.vpid);
-        if (ep->fsm.on_outgoing_lost(monotonic_micros()) == core::EndpointFsm::Action::Fail)
+        if (ep->fsm.on_attempt_failed(monotonic_micros()) ==
+            core::ConnectionFsm::Action::Unreachable)
             mark_broken(ep);
         return;
     }
@@ -276,17 +279,17 @@ SendResult Transport::send(Endpoint* ep, const plugin::common::SendQueue::Frame&
         }
         return SendResult::Queued;
     }
-    if (ep->fsm.on_send(monotonic_micros()) == core::EndpointFsm::Action::Connect)
+    if (ep->fsm.on_send(monotonic_micros()) == core::ConnectionFsm::Action::Connect)
         start_connect_locked(ep);
     return SendResult::Queued;
 }
 
-void Transport::fail_endpoint_locked(Endpoint* ep, core::EndpointFsm::Action action,
+void Transport::fail_endpoint_locked(Endpoint* ep, core::ConnectionFsm::Action action,
                                      std::vector<void*>& errored, std::vector<Endpoint*>& report) {
     close_conn(ep->active);
     close_conn(ep->outgoing);
     ep->queue.drain(errored);
-    if (action == core::EndpointFsm::Action::Fail && !ep->reported) {
+    if (core::reports_failure(action) && !ep->reported) {
         ep->reported = true;
         ++counters_.endpoint_failures;
         report.push_back(ep);

@@ -1,6 +1,6 @@
 // btl drtcp transport: the sockets of one process (POSIX + epoll; no Open
 // MPI). It owns the listeners, the connections and the endpoints, drives
-// each endpoint's core::EndpointFsm, writes the plugin::common::SendQueue with
+// each endpoint's core::ConnectionFsm, writes the plugin::common::SendQueue with
 // writev() and feeds reads to core::StreamDecoder. The MCA glue sees
 // modules, endpoints, send() and progress(), and gets frames, send
 // completions and endpoint failures back through TransportEvents.
@@ -23,6 +23,7 @@
 #include "auth.hpp"
 #include "config.hpp"
 #include "endpoint.hpp"
+#include "half_open.hpp"
 #include "fault.hpp"
 #include "regions.hpp"
 #include "log.hpp"
@@ -164,7 +165,7 @@ class Transport {
 
     [[nodiscard]] const TransportCounters& counters() const noexcept { return counters_; }
     [[nodiscard]] static void* user_of(const Endpoint* ep) noexcept;
-    [[nodiscard]] static core::EpState state_of(const Endpoint* ep) noexcept;
+    [[nodiscard]] static core::ConnState state_of(const Endpoint* ep) noexcept;
 
   private:
     struct Module {
@@ -192,7 +193,7 @@ class Transport {
     void set_writable_interest(Endpoint* ep, bool want);
     // A write found the socket dead: progress() closes it and reports (io_ held).
     void mark_broken(Endpoint* ep);
-    void fail_endpoint_locked(Endpoint* ep, core::EndpointFsm::Action action,
+    void fail_endpoint_locked(Endpoint* ep, core::ConnectionFsm::Action action,
                               std::vector<void*>& errored, std::vector<Endpoint*>& report);
     void handle_accept(Conn* listener);
     void handle_readable(Conn* c, TransportEvents& events);
@@ -217,6 +218,8 @@ class Transport {
     std::vector<std::unique_ptr<Endpoint>> endpoints_;
     std::vector<std::unique_ptr<Conn>> conns_;      // live connections (owned)
     std::vector<std::unique_ptr<Conn>> graveyard_;  // closed, freed after the event batch
+    // Incoming connections that have not said HELLO yet (bounded, each with a deadline).
+    plugin::common::net::HalfOpenSet<Conn*> half_open_;
     std::vector<Endpoint*> broken_;  // a send hit a dead socket: progress() handles it
     // Outcomes collected by the progress thread while reading (e.g. a HELLO
     // that let queued frames leave), delivered once the read is over.

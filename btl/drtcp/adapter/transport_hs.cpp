@@ -14,7 +14,6 @@
 
 namespace btl::drtcp::adapter {
 
-using plugin::common::kNever;
 using plugin::common::logf;
 using plugin::common::LogLevel;
 namespace auth = plugin::common::auth;
@@ -196,7 +195,7 @@ bool Transport::check_incoming_hello(Conn* c, const core::Hello& h) {
     // Only an authentic HELLO moves the replay bar.
     ep->last_hello_seq = core::hello_sequence(h.nonce);
     if (ep->fsm.on_incoming_hello((h.flags & core::kHelloReconnect) != 0 && idle_active) ==
-        core::EndpointFsm::Incoming::Refuse) {
+        core::ConnectionFsm::Incoming::Refuse) {
         // Simultaneous connects: the peer keeps ours (the smaller name's).
         ++counters_.duplicates;
         c->refused_duplicate = true;
@@ -209,7 +208,7 @@ bool Transport::check_incoming_hello(Conn* c, const core::Hello& h) {
     ep->active = c;
     c->ep = ep;
     c->adopted = true;
-    c->deadline = kNever;  // the peer may compute before it CONFIRMs
+    half_open_.leave(c);  // the peer may compute before it CONFIRMs: no deadline
     core::Reply r{self_, offer->nonce, offer->mac};
     std::uint8_t buf[core::kReplySize];
     if (!core::encode(r, buf) || !send_all(c->fd, buf, sizeof buf))
@@ -258,7 +257,7 @@ bool Transport::on_reply(Conn* c, const core::Reply& r) {
         return false;
     c->prefix_len = core::kConfirmSize;  // sent with the first frames (flush_locked)
     ++counters_.handshakes;
-    ep->fsm.on_outgoing_reply();
+    (void)ep->fsm.on_answered();
     ep->outgoing = nullptr;
     ep->active = c;
     ep->reconnect = false;

@@ -33,7 +33,6 @@ struct Conn {
     std::uint64_t frames_written = 0;  // completed on this connection
     core::IpAddr local;                // incoming: the address it arrived on
     core::IpAddr peer;                 // incoming: the address it came from
-    plugin::common::Micros deadline = plugin::common::kNever;  // incoming: HELLO due by
     std::uint32_t interest = 0;
 };
 
@@ -41,12 +40,17 @@ struct Endpoint {
     Endpoint(int m, core::ProcName r, const SockAddr& a, void* u, core::ConnectPolicy policy,
              core::ProcName self, const plugin::common::auth::KeyedMac& k,
              plugin::common::LogSink& log)
-        : module(m), remote(r), raddr(a), user(u), fsm(self, r, policy, log), pair_key(&k) {}
+        : module(m),
+          remote(r),
+          raddr(a),
+          user(u),
+          fsm(self, r, core::endpoint_rules(policy), log, "endpoint"),
+          pair_key(&k) {}
     int module;
     core::ProcName remote;
     SockAddr raddr;
     void* user;
-    core::EndpointFsm fsm;
+    core::ConnectionFsm fsm;
     plugin::common::SendQueue queue;
     Conn* active = nullptr;                          // the connection frames travel on
     Conn* outgoing = nullptr;                        // our connect attempt in progress
@@ -68,6 +72,5 @@ plugin::common::Micros monotonic_micros() noexcept;
 // straight into the decoder's frame buffer.
 inline constexpr std::size_t kScratchBytes = 64 * 1024;
 inline constexpr std::size_t kDirectMin = 16 * 1024;
-inline constexpr unsigned kMaxUnidentified = 64;
 
 }  // namespace btl::drtcp::adapter

@@ -15,7 +15,7 @@ using plugin::common::kNever;
 using plugin::common::logf;
 using plugin::common::LogLevel;
 using plugin::common::Micros;
-using Action = core::EndpointFsm::Action;
+using Action = core::ConnectionFsm::Action;
 
 class Transport::ReadSink final : public core::StreamSink {
   public:
@@ -101,21 +101,12 @@ void Transport::handle_accept(Conn* listener) {
             return;  // EAGAIN, or an aborted connection: nothing to do
         ++counters_.accepts;
         std::lock_guard lock(io_);
-        // Callers that have not said HELLO yet are bounded; past the bound
-        // the oldest one goes (a flood of silent connections must not lock
-        // the real peers out).
-        std::size_t unidentified = 0;
-        Conn* oldest = nullptr;
-        for (const auto& other : conns_) {
-            if (other->kind != Conn::Kind::Incoming || other->identified || other->adopted)
-                continue;
-            ++unidentified;
-            if (oldest == nullptr || other->deadline < oldest->deadline)
-                oldest = other.get();
-        }
-        if (unidentified >= kMaxUnidentified && oldest != nullptr) {
-            refuse(oldest, Refusal::Flood, "too many connections without a HELLO");
-            close_conn(oldest);
+        // Callers that have not said HELLO yet are bounded (a flood of
+        // silent connections must not lock the real peers out) and each has
+        // one connect timeout to say it.
+        if (const auto oldest = half_open_.evict_for_new()) {
+            refuse(*oldest, Refusal::Flood, "too many connections without a HELLO");
+            close_conn(*oldest);
         }
         apply_options(fd, sockopts_);
         const sockaddr_storage local = net::local_address(fd);
@@ -123,8 +114,7 @@ void Transport::handle_accept(Conn* listener) {
         Conn* c = conns_.back().get();
         c->local = from_sockaddr(local);
         c->peer = from_sockaddr(peer);
-        // A caller that never says HELLO is dropped after one connect timeout.
-        c->deadline = monotonic_micros() + config_.connect.connect_timeout;
+        half_open_.enter(c, monotonic_micros());
         timers_ = true;
         watch(c, EPOLLIN);
     }
@@ -203,7 +193,7 @@ void Transport::handle_writable(Conn* c, TransportEvents& events) {
         if (!write_hello(c)) {
             c->connecting = true;  // handled as a failed attempt below
         } else {
-            ep->fsm.on_tcp_connected(monotonic_micros());
+            ep->fsm.on_tcp_connected();
             return;
         }
     }
@@ -223,7 +213,7 @@ void Transport::handle_conn_down(Conn* c, TransportEvents& events, bool graceful
     {
         std::lock_guard lock(io_);
         Endpoint* ep = c->ep;
-        if (ep != nullptr && ep->active == c && ep->fsm.state() == core::EpState::ConfirmWait) {
+        if (ep != nullptr && ep->active == c && ep->fsm.state() == core::ConnState::ConfirmWait) {
             // Adopted, never confirmed (the peer gave up, or a replay):
             // nothing was carried.
             close_conn(c);
@@ -243,9 +233,9 @@ void Transport::handle_conn_down(Conn* c, TransportEvents& events, bool graceful
             fail_endpoint_locked(ep, ep->fsm.on_connection_lost(graceful), p_errored_, p_report_);
         } else if (ep != nullptr && ep->outgoing == c) {
             close_conn(c);
-            const Action a = ep->fsm.on_outgoing_lost(monotonic_micros());
+            const Action a = ep->fsm.on_attempt_failed(monotonic_micros());
             timers_ = true;
-            if (a == Action::Fail)
+            if (a == Action::Unreachable)
                 fail_endpoint_locked(ep, a, p_errored_, p_report_);
         } else {
             close_conn(c);
@@ -259,7 +249,7 @@ void Transport::run_timers(TransportEvents& events) {
         std::lock_guard lock(io_);
         const Micros now = monotonic_micros();
         for (Endpoint* ep : broken_) {
-            const Action a = ep->fsm.usable() ? ep->fsm.on_connection_lost(false) : Action::Fail;
+            const Action a = ep->fsm.usable() ? ep->fsm.on_connection_lost(false) : Action::Lost;
             fail_endpoint_locked(ep, a, p_errored_, p_report_);
         }
         broken_.clear();
@@ -281,28 +271,21 @@ void Transport::run_timers(TransportEvents& events) {
             if (ep->fsm.deadline() == kNever)
                 continue;
             if (now >= ep->fsm.deadline()) {
-                const Action a = ep->fsm.on_timer(now);
+                const Action a = ep->fsm.on_timer(now, /*queued=*/true);
                 if (a == Action::Connect)
                     start_connect_locked(ep);
-                else if (a == Action::Fail)
+                else if (a == Action::Unreachable)
                     fail_endpoint_locked(ep, a, p_errored_, p_report_);
-                else if (!ep->fsm.usable() || ep->fsm.state() == core::EpState::RetryWait)
+                else if (!ep->fsm.usable() || ep->fsm.state() == core::ConnState::RetryWait)
                     close_conn(ep->outgoing);
             }
             pending = pending || ep->fsm.deadline() != kNever;
         }
-        for (std::size_t i = 0; i < conns_.size(); ++i) {
-            Conn* c = conns_[i].get();
-            if (c->deadline == kNever)
-                continue;
-            if (now >= c->deadline && !c->identified) {
-                refuse(c, Refusal::Silent, "no HELLO within the connect timeout");
-                close_conn(c);  // moves it out of conns_
-                --i;
-                continue;
-            }
-            pending = true;
+        for (Conn* c : half_open_.overdue(now)) {
+            refuse(c, Refusal::Silent, "no HELLO within the connect timeout");
+            close_conn(c);  // leaves half_open_
         }
+        pending = pending || !half_open_.empty();
         timers_ = pending;
     }
     finish(events, p_done_, p_errored_, p_report_);

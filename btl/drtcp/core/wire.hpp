@@ -145,12 +145,4 @@ Result<Confirm> decode_confirm(std::span<const std::uint8_t> bytes) noexcept;
 Result<FrameHeader> decode_frame_header(std::span<const std::uint8_t> bytes,
                                         std::uint32_t max_frame) noexcept;
 
-// Simultaneous connects: both sides may open a socket for the same link at
-// once. Both keep the connection initiated by the smaller process name
-// (jobid, then vpid), so they agree without another round trip; a process
-// never connects to itself through drtcp.
-constexpr bool keep_outgoing(ProcName local, ProcName remote) noexcept {
-    return local.jobid != remote.jobid ? local.jobid < remote.jobid : local.vpid < remote.vpid;
-}
-
 }  // namespace btl::drtcp::core

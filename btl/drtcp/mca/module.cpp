@@ -351,7 +351,9 @@ void drtcp_dump(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t* ep, int) no
     if (!s.transport)
         return;
     opal_output(0, "[btl:drtcp] module %d: %s; %s", as_module(btl)->index,
-                ep != nullptr ? core::to_string(adapter::Transport::state_of(ep->ep)).data() : "-",
+                ep != nullptr
+                    ? plugin::common::net::to_string(adapter::Transport::state_of(ep->ep)).data()
+                    : "-",
                 counters_line().c_str());
 }
 

@@ -31,7 +31,7 @@ struct Config {
     std::uint16_t port_min = 0;  // 0: dynamic
     std::uint16_t port_max = 0;
     std::uint32_t max_msg_bytes = 256u << 20;
-    RetryPolicy retry;
+    ConnectPolicy retry;
     unsigned user_timeout_ms = 20000;
     unsigned keepalive_time_s = 300;
     unsigned keepalive_intvl_s = 20;

@@ -115,10 +115,11 @@ void requeue_unsent(Connection& c, Peer& p) {
 
 void start_connection(Peer& p);
 
-void act(Peer& p, core::PeerFsm::Action a) {
-    using A = core::PeerFsm::Action;
+void act(Peer& p, core::ConnectionFsm::Action a) {
+    using A = core::ConnectionFsm::Action;
     switch (a) {
         case A::None:
+        case A::Forget:  // not under oob's rules (a BYE leaves the peer Idle)
             break;
         case A::Connect:
             start_connection(p);
@@ -127,12 +128,12 @@ void act(Peer& p, core::PeerFsm::Action a) {
             flush_waiting(p);
             mark_connected(p.name);
             break;
-        case A::ReportLost:
+        case A::Lost:
             report_lost(p.name);
             if (!p.waiting.empty())
                 act(p, p.fsm.on_send(monotonic_now()));
             break;
-        case A::ReportUnreachable:
+        case A::Unreachable:
             report_unreachable(p);
             break;
     }
@@ -153,10 +154,9 @@ void shut(Connection& c) {
 void close_connection(Connection* c) {
     State& s = state();
     shut(*c);
+    s.half_open.leave(c);
     Peer* p = c->peer;
-    // An accepted connection that was about to become the peer's: messages
-    // held for it need a connection of their own now.
-    const bool pending = !c->outgoing && c->replied && p == nullptr;
+    const bool accepted_unopened = !c->outgoing && p == nullptr && c->hs.peer_claimed();
     const ProcName claimed = c->hs.peer();
     auto it = std::find_if(s.conns.begin(), s.conns.end(),
                            [c](const std::unique_ptr<Connection>& x) { return x.get() == c; });
@@ -164,18 +164,23 @@ void close_connection(Connection* c) {
         g_graveyard.push_back(std::move(*it));
         s.conns.erase(it);
     }
-    if (pending) {
+    if (accepted_unopened) {
+        // The peer's connection we had adopted (REPLY sent) closed before its
+        // CONFIRM: messages held for it need a connection of their own.
         const auto pit = s.peers.find(key_of(claimed));
-        if (pit != s.peers.end() && !pit->second->waiting.empty() &&
-            !pit->second->fsm.connected() && pit->second->conn == nullptr)
-            act(*pit->second, pit->second->fsm.on_send(monotonic_now()));
+        if (pit != s.peers.end() && pit->second->pending == c) {
+            Peer& q = *pit->second;
+            q.pending = nullptr;
+            q.fsm.on_unconfirmed();
+            if (!q.waiting.empty())
+                act(q, q.fsm.on_send(monotonic_now()));
+        }
     }
     if (p == nullptr || p->conn != c)
         return;  // a connection its peer no longer uses
     p->conn = nullptr;
     requeue_unsent(*c, *p);
-    const core::PeerState st = p->fsm.state();
-    if (st == core::PeerState::Connected)
+    if (p->fsm.connected())
         act(*p, p->fsm.on_connection_lost(false));
     else
         act(*p, p->fsm.on_attempt_failed(monotonic_now()));
@@ -223,8 +228,7 @@ core::Admission admission(const ProcName& from, const ProcName& to, bool reconne
     if (it != state().peers.end()) {
         const Peer& p = *it->second;
         f.connected = p.fsm.connected() && p.conn != nullptr;
-        f.connecting = p.fsm.state() == core::PeerState::Connecting ||
-                       p.fsm.state() == core::PeerState::ConnectAck;
+        f.connecting = p.fsm.connecting();
     }
     return core::admit(f, from, to, reconnect);
 }
@@ -282,17 +286,17 @@ class Sink final : public core::StreamSink {
             count_refusal(c_, f, step.error());
             return HsStep::Refuse;
         }
-        if (step->send) {
+        if (step->send && !c_.outgoing && !claim())
+            return HsStep::Refuse;
+        if (step->send)
             queue_frame(c_, c_.outgoing ? 1 : 0);
-            c_.replied = !c_.outgoing;
-        }
         if (!step->open)
             return HsStep::More;
         if (c_.outgoing) {
             if (c_.peer == nullptr)
                 return HsStep::Refuse;  // abandoned meanwhile
             c_.peer->ever_connected = true;
-            act(*c_.peer, c_.peer->fsm.on_outgoing_connect());
+            act(*c_.peer, c_.peer->fsm.on_answered());
             return HsStep::Open;
         }
         return adopt() ? HsStep::Open : HsStep::Refuse;
@@ -302,31 +306,50 @@ class Sink final : public core::StreamSink {
     }
 
   private:
-    // An accepted connection whose handshake is complete becomes its
-    // peer's; only now does ORTE hear of it.
-    bool adopt() {
+    // The peer's HELLO passed admission and its MAC: the peer's state
+    // machine adopts this connection (our REPLY goes out) unless our own
+    // attempt wins. Admission already refused a HELLO for a live connection
+    // that claims no reconnect, so one that reaches here may replace it.
+    bool claim() {
         State& s = state();
         const ProcName from = c_.hs.peer();
         Peer& p = peer_for(from);
-        if (p.fsm.on_incoming_connect() == core::PeerFsm::Incoming::Refuse) {
+        if (p.fsm.on_incoming_hello(/*may_replace=*/true) ==
+            core::ConnectionFsm::Incoming::Refuse) {
             ++s.counters.races;
             logf(s.log, LogLevel::Debug, "closed a connection from %u.%u: our own wins", from.jobid,
                  from.vpid);
             return false;
         }
-        if (p.conn != nullptr && p.conn != &c_) {
+        if (p.pending != nullptr && p.pending != &c_) {
+            Connection* older = p.pending;  // the peer's previous attempt, dead on its side
+            p.pending = nullptr;
+            close_connection(older);
+        }
+        if (p.conn != nullptr) {
+            // Our own attempt that lost the race, or the connection the peer
+            // says it lost: it goes quietly, its messages wait for the CONFIRM.
             Connection* old = p.conn;
-            old->peer = nullptr;  // closes quietly
+            old->peer = nullptr;
+            p.conn = nullptr;
             requeue_unsent(*old, p);
             close_connection(old);
         }
+        p.pending = &c_;
+        return true;
+    }
+    // An accepted connection whose handshake is complete becomes its
+    // peer's; only now does ORTE hear of it.
+    bool adopt() {
+        Peer& p = peer_for(c_.hs.peer());
+        if (p.pending != &c_)
+            return false;  // a newer attempt of the peer's replaced it
+        p.pending = nullptr;
         p.conn = &c_;
         c_.peer = &p;
-        c_.deadline = plugin::common::kNever;
+        state().half_open.leave(&c_);
         p.ever_connected = true;
-        flush_waiting(p);
-        mark_connected(p.name);
-        arm_timer();
+        act(p, p.fsm.on_confirmed());  // Flush: what waited goes now
         return true;
     }
     Connection& c_;
@@ -389,36 +412,22 @@ void on_write(int, short, void* arg) {
     }
 }
 
-// Accepted connections still in their handshake, at most: a caller
-// that connects and stays silent cannot pile up sockets; the oldest goes.
-constexpr std::size_t kMaxUnidentified = 64;
-
-void limit_unidentified() {
-    State& s = state();
-    Connection* oldest = nullptr;
-    std::size_t n = 0;
-    for (const auto& c : s.conns) {
-        if (!c->outgoing && c->peer == nullptr && n++ == 0)
-            oldest = c.get();
-    }
-    if (n < kMaxUnidentified)
-        return;
-    ++s.counters.refused;
-    ++s.counters.late;
-    logf(s.log, LogLevel::Warn, "too many connections without a handshake: closing the oldest");
-    close_connection(oldest);
-}
-
 void on_accept(int fd, short, void*) {
     bury();
     for (;;) {
         const int nfd = net::accept_one(fd);
         if (nfd < 0)
             return;  // EAGAIN, or an error the next event reports again
-        limit_unidentified();
+        State& s = state();
+        if (const auto oldest = s.half_open.evict_for_new()) {
+            ++s.counters.refused;
+            ++s.counters.late;
+            logf(s.log, LogLevel::Warn,
+                 "too many connections without a handshake: closing the oldest");
+            close_connection(*oldest);
+        }
         net::apply_options(nfd, socket_options());
-        Connection* c = new_connection(nfd, nullptr);
-        c->deadline = monotonic_now() + state().config.retry.connect_timeout;
+        s.half_open.enter(new_connection(nfd, nullptr), monotonic_now());
         arm_timer();
     }
 }
@@ -427,11 +436,7 @@ void on_timer(plugin::common::Micros now) {
     bury();
     State& s = state();
     // Accepted connections that did not complete their handshake in time.
-    std::vector<Connection*> late;
-    for (const auto& c : s.conns)
-        if (!c->outgoing && c->peer == nullptr && c->deadline <= now)
-            late.push_back(c.get());
-    for (Connection* c : late) {
+    for (Connection* c : s.half_open.overdue(now)) {
         ++s.counters.refused;
         ++s.counters.late;
         logf(s.log, LogLevel::Warn, "closed a connection: no complete handshake in time");
@@ -440,11 +445,10 @@ void on_timer(plugin::common::Micros now) {
     for (auto& [key, p] : s.peers) {
         if (now < p->fsm.deadline())
             continue;
-        const core::PeerState before = p->fsm.state();
-        const core::PeerFsm::Action a = p->fsm.on_timer(now, !p->waiting.empty());
+        const bool was_connecting = p->fsm.connecting();
+        const core::ConnectionFsm::Action a = p->fsm.on_timer(now, !p->waiting.empty());
         // An attempt that timed out: its socket goes (the machine already counted it).
-        if ((before == core::PeerState::Connecting || before == core::PeerState::ConnectAck) &&
-            p->conn != nullptr) {
+        if (was_connecting && p->conn != nullptr) {
             Connection* c = p->conn;
             c->peer = nullptr;
             p->conn = nullptr;
@@ -463,9 +467,7 @@ void arm_timer() noexcept {
     plugin::common::Micros d = plugin::common::kNever;
     for (const auto& [key, p] : s.peers)
         d = std::min(d, p->fsm.deadline());
-    for (const auto& c : s.conns)
-        if (!c->outgoing && c->peer == nullptr)
-            d = std::min(d, c->deadline);
+    d = std::min(d, s.half_open.next_deadline());
     s.timer.arm(d, monotonic_now());
 }
 
@@ -483,20 +485,15 @@ void enqueue(Peer& p, OutMsg* m) {
         return;
     }
     p.waiting.push_back(m);
-    // The peer is connecting to us right now (REPLY sent): its connection
-    // will carry them, no need for a second one racing it.
-    const bool incoming = std::any_of(
-        state().conns.begin(), state().conns.end(), [&](const std::unique_ptr<Connection>& c) {
-            return !c->outgoing && c->hs.state() == core::LinkState::ReplySent &&
-                   c->hs.peer() == p.name;
-        });
-    if (!incoming)
-        act(p, p.fsm.on_send(monotonic_now()));
+    // Nothing happens while an attempt is under way, or while the peer's own
+    // connection to us waits for its CONFIRM (it will carry them).
+    act(p, p.fsm.on_send(monotonic_now()));
 }
 
 int open_listeners() noexcept {
     State& s = state();
     s.timer.init(on_timer, orte_event_base);
+    s.half_open.set_timeout(s.config.retry.connect_timeout);
     for (const std::uint8_t family : {std::uint8_t{4}, std::uint8_t{6}}) {
         if (std::none_of(s.ifs.begin(), s.ifs.end(),
                          [&](const plugin::common::LocalIf& i) { return i.addr.family == family; }))
@@ -538,6 +535,7 @@ void close_all() noexcept {
                 discard(static_cast<OutMsg*>(m));
     }
     s.conns.clear();
+    s.half_open.clear();
     for (auto& [key, p] : s.peers)
         for (OutMsg* m : p->waiting)
             discard(m);

@@ -13,6 +13,7 @@
 
 #include "auth.hpp"
 #include "config.hpp"
+#include "half_open.hpp"
 #include "handshake.hpp"
 #include "deadline_timer.hpp"
 #include "netaddr.hpp"
@@ -67,9 +68,6 @@ struct Connection {
     core::LinkHandshake hs;
     // Our handshake frames while they are queued (HELLO then CONFIRM, or REPLY).
     std::uint8_t hs_frames[2][core::kHandshakeSize] = {};
-    bool replied = false;  // accepted: our REPLY went out (messages for the peer may wait for it)
-    // Accepted: the handshake must be complete by then, or the connection goes.
-    plugin::common::Micros deadline = plugin::common::kNever;
 
     Connection(std::uint32_t max_msg, const core::LinkHandshake::Setup& s,
                plugin::common::LogSink& log)
@@ -78,14 +76,15 @@ struct Connection {
 
 struct Peer {
     ProcName name;
-    core::PeerFsm fsm;
+    core::ConnectionFsm fsm;
     std::vector<plugin::common::IpAddr> addrs;  // from its URI
     std::vector<std::uint16_t> ports;
-    Connection* conn = nullptr;   // the connection in use (or being made)
-    std::deque<OutMsg*> waiting;  // until connected
-    bool ever_connected = false;  // a later connection of ours claims a reconnect
-    Peer(ProcName n, const core::RetryPolicy& p, plugin::common::LogSink& log, ProcName me)
-        : name(n), fsm(me, n, p, log) {}
+    Connection* conn = nullptr;     // the connection in use (or being made)
+    Connection* pending = nullptr;  // accepted from it, our REPLY out, its CONFIRM due
+    std::deque<OutMsg*> waiting;    // until connected
+    bool ever_connected = false;    // a later connection of ours claims a reconnect
+    Peer(ProcName n, const core::ConnectPolicy& p, plugin::common::LogSink& log, ProcName me)
+        : name(n), fsm(me, n, core::peer_rules(p), log, "peer") {}
 };
 
 struct Listener {
@@ -114,6 +113,9 @@ struct State {
     std::vector<Listener> listeners;
     std::unordered_map<std::uint64_t, std::unique_ptr<Peer>> peers;
     std::vector<std::unique_ptr<Connection>> conns;
+    // Accepted connections whose handshake is not complete (bounded, each
+    // with oob_drtcp_connect_timeout to complete it).
+    plugin::common::net::HalfOpenSet<Connection*> half_open{0};
     plugin::common::DeadlineTimer timer;
     Counters counters;
     bool started = false;

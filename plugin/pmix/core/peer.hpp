@@ -45,11 +45,4 @@ const char* verdict_name(PeerVerdict v) noexcept;
 // is 16 bytes), so a stranger cannot make the server buffer max_msg_size.
 inline constexpr std::size_t kMaxHelloPayload = 64;
 
-// Whether a connection accepted at `accepted_ms` (any monotonic origin)
-// that has not said Hello yet is past its deadline; timeout 0: never.
-constexpr bool hello_overdue(std::uint64_t accepted_ms, std::uint64_t now_ms,
-                             std::uint64_t timeout_ms) noexcept {
-    return timeout_ms != 0 && now_ms >= accepted_ms && now_ms - accepted_ms >= timeout_ms;
-}
-
 }  // namespace plugin::pmix::core

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fence.hpp"
+#include "half_open.hpp"
 #include "peer.hpp"
 #include "pending.hpp"
 #include "pmix.hpp"
@@ -31,8 +32,7 @@ struct Conn {
     bool identified = false;  // Hello accepted (then `in` takes max_msg_size)
     bool finalized = false;
     ProcName proc{};
-    std::uint64_t accepted_ms = 0;  // for the hello deadline
-    core::PeerCred peer{};          // as the kernel reported it at accept
+    core::PeerCred peer{};  // as the kernel reported it at accept
     Conn() : in(core::kMaxHelloPayload) {}
 };
 
@@ -63,6 +63,9 @@ struct Server {
     opal_event_t listen_ev{};
     opal_event_t tick_ev{};
     std::map<std::uint64_t, std::unique_ptr<Conn>> conns;
+    // Connections that have not said Hello yet (bounded, each with
+    // pmix_dr_hello_timeout to say it).
+    plugin::common::net::HalfOpenSet<std::uint64_t> half_open{0};
     std::uint64_t next_conn = 1;
     // The registry is also read by setup_fork, which may run on the
     // launcher's worker threads.
@@ -92,7 +95,6 @@ void send_to(Conn& c, core::MsgType type, std::uint32_t req, std::span<const std
 void reply(std::uint64_t token, int status, std::span<const std::uint8_t> body = {});
 Conn* conn(std::uint64_t id);
 std::uint64_t now_seconds();
-std::uint64_t now_ms();
 
 // server_requests.cpp: one client message; false = close the connection.
 bool handle(Conn& c, const core::FrameReader::Message& m);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "deadline_timer.hpp"
 #include "server.hpp"
 #include "stream_io.hpp"
 #include "unix_socket.hpp"
@@ -29,6 +30,7 @@ void close_conn(std::uint64_t id) {
     if (c.write_armed)
         opal_event_del(&c.write_ev);
     net::close_fd(c.fd);
+    s.half_open.leave(id);
     const bool lost = c.identified && !c.finalized;
     const ProcName proc = c.proc;
     s.conns.erase(it);
@@ -107,25 +109,6 @@ void on_read(int fd, short, void* arg) {
     }
 }
 
-// Connections that have not said Hello yet, at most: a caller that connects
-// and stays silent cannot pile up sockets; the oldest such one goes first.
-constexpr std::size_t kMaxUnidentified = 64;
-
-void limit_unidentified() {
-    Server& s = srv();
-    std::size_t n = 0;
-    std::uint64_t oldest = 0;
-    for (const auto& [id, c] : s.conns) {
-        if (!c->identified && n++ == 0)
-            oldest = id;
-    }
-    if (n < kMaxUnidentified)
-        return;
-    ++s.counters.refused;
-    logf(state().log, LogLevel::Warn, "too many connections without hello: closing the oldest");
-    close_conn(oldest);
-}
-
 // The peer's credentials decide before anything is read from it: a
 // stranger is closed unanswered, counted and logged, and never takes one of
 // the unidentified slots from a real client.
@@ -166,12 +149,20 @@ void on_accept(int fd, short, void*) {
             net::close_fd(cfd);
             continue;
         }
-        limit_unidentified();
+        // Connections that have not said Hello yet are bounded: a caller
+        // that connects and stays silent cannot pile up sockets; the oldest
+        // such one goes first.
+        if (const auto oldest = s.half_open.evict_for_new()) {
+            ++s.counters.refused;
+            logf(state().log, LogLevel::Warn,
+                 "too many connections without hello: closing the oldest");
+            close_conn(*oldest);
+        }
         auto c = std::make_unique<Conn>();
         c->id = s.next_conn++;
         c->fd = cfd;
         c->peer = peer;
-        c->accepted_ms = now_ms();
+        s.half_open.enter(c->id, plugin::common::monotonic_now());
         void* arg = c.get();
         opal_event_set(opal_pmix_base.evbase, &c->read_ev, cfd, OPAL_EV_READ | OPAL_EV_PERSIST,
                        on_read, arg);
@@ -185,14 +176,7 @@ void on_accept(int fd, short, void*) {
 // Connections still silent (or too slow) past the hello deadline.
 void close_late_hellos() {
     Server& s = srv();
-    const std::uint64_t now = now_ms();
-    const std::uint64_t timeout = std::uint64_t{state().params.hello_timeout_s} * 1000;
-    std::vector<std::uint64_t> late;
-    for (const auto& [id, c] : s.conns) {
-        if (!c->identified && core::hello_overdue(c->accepted_ms, now, timeout))
-            late.push_back(id);
-    }
-    for (const std::uint64_t id : late) {
+    for (const std::uint64_t id : s.half_open.overdue(plugin::common::monotonic_now())) {
         ++s.counters.refused;
         ++s.counters.hello_late;
         logf(state().log, LogLevel::Warn,
@@ -222,12 +206,6 @@ std::uint64_t now_seconds() {
                                           .count());
 }
 
-std::uint64_t now_ms() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
-
 Conn* conn(std::uint64_t id) {
     auto it = srv().conns.find(id);
     return it == srv().conns.end() ? nullptr : it->second.get();
@@ -250,6 +228,8 @@ int start_listener(const std::string& tmpdir) {
     }
     s.dir = dir;
     s.path = path;
+    s.half_open.set_timeout(plugin::common::Micros{state().params.hello_timeout_s} *
+                            plugin::common::kSeconds);
     opal_event_set(opal_pmix_base.evbase, &s.listen_ev, s.listen_fd, OPAL_EV_READ | OPAL_EV_PERSIST,
                    on_accept, nullptr);
     opal_event_add(&s.listen_ev, nullptr);
@@ -269,6 +249,7 @@ void stop_all() {
         net::close_fd(c->fd);
     }
     s.conns.clear();
+    s.half_open.clear();
     if (s.listen_fd >= 0) {
         opal_event_del(&s.listen_ev);
         opal_event_del(&s.tick_ev);

@@ -106,6 +106,7 @@ bool on_hello(Conn& c, std::uint32_t req, std::span<const std::uint8_t> payload)
         client->connected = true;
     }
     c.identified = true;
+    s.half_open.leave(c.id);
     c.proc = b->proc;
     c.in.set_max_length(state().max_msg());
     auto* ctx = new_ctx(c, req);
