@@ -206,7 +206,7 @@ TEST(OobHandshake, AuthOffSkipsMacsButNotIdentity) {
     Job job;
     Frame hello{}, reply{}, confirm{};
     ASSERT_TRUE(p.init.hello(hello));
-    EXPECT_EQ(decode(hello).mac, (std::array<std::uint8_t, kMacSize>{}));
+    EXPECT_EQ(decode(hello).mac, plugin::common::auth::Mac{});
     ASSERT_TRUE(p.acc.on_frame(decode(hello), job, reply).has_value());
     ASSERT_TRUE(p.init.on_frame(decode(reply), job, confirm).has_value());
     ASSERT_TRUE(p.acc.on_frame(decode(confirm), job, reply).has_value());

@@ -45,13 +45,6 @@ void put_preamble(ByteWriter& w, HsType type) noexcept {
     w.u16(static_cast<std::uint16_t>(handshake_size(type)));
 }
 
-template <typename T>
-void read_array(ByteReader& r, T& out) noexcept {
-    const auto raw = r.bytes(out.size());
-    if (raw.size() == out.size())
-        std::copy(raw.begin(), raw.end(), out.begin());
-}
-
 }  // namespace
 
 Result<std::size_t> encode(const Hello& h, std::span<std::uint8_t> out) noexcept {
@@ -62,10 +55,8 @@ Result<std::size_t> encode(const Hello& h, std::span<std::uint8_t> out) noexcept
     w.u16(h.link);
     w.u8(h.flags);
     w.u8(0);
-    w.u32(h.from.jobid);
-    w.u32(h.from.vpid);
-    w.u32(h.to.jobid);
-    w.u32(h.to.vpid);
+    w.name(h.from);
+    w.name(h.to);
     w.bytes(h.nonce);
     w.bytes(h.mac);
     return w.finish();
@@ -76,8 +67,7 @@ Result<std::size_t> encode(const Reply& h, std::span<std::uint8_t> out) noexcept
         return fail(ErrorCode::NoSpace, "buffer shorter than a REPLY");
     ByteWriter w(out.first(kReplySize));
     put_preamble(w, HsType::Reply);
-    w.u32(h.from.jobid);
-    w.u32(h.from.vpid);
+    w.name(h.from);
     w.bytes(h.nonce);
     w.bytes(h.mac);
     return w.finish();
@@ -117,12 +107,10 @@ Result<Hello> decode_hello(std::span<const std::uint8_t> bytes) noexcept {
     h.link = r.u16();
     h.flags = r.u8();
     r.expect_zero(1);
-    h.from.jobid = r.u32();
-    h.from.vpid = r.u32();
-    h.to.jobid = r.u32();
-    h.to.vpid = r.u32();
-    read_array(r, h.nonce);
-    read_array(r, h.mac);
+    h.from = r.name();
+    h.to = r.name();
+    r.array(h.nonce);
+    r.array(h.mac);
     if (!r.ok())
         return fail(r.error());
     if ((h.flags & ~kHelloReconnect) != 0)
@@ -137,10 +125,9 @@ Result<Reply> decode_reply(std::span<const std::uint8_t> bytes) noexcept {
         return fail(ErrorCode::Truncated, "shorter than a REPLY");
     ByteReader r(bytes.first(kReplySize).subspan(kPreambleSize));
     Reply h;
-    h.from.jobid = r.u32();
-    h.from.vpid = r.u32();
-    read_array(r, h.nonce);
-    read_array(r, h.mac);
+    h.from = r.name();
+    r.array(h.nonce);
+    r.array(h.mac);
     if (!r.ok())
         return fail(r.error());
     return h;
@@ -153,7 +140,7 @@ Result<Confirm> decode_confirm(std::span<const std::uint8_t> bytes) noexcept {
         return fail(ErrorCode::Truncated, "shorter than a CONFIRM");
     ByteReader r(bytes.first(kConfirmSize).subspan(kPreambleSize));
     Confirm h;
-    read_array(r, h.mac);
+    r.array(h.mac);
     if (!r.ok())
         return fail(r.error());
     return h;

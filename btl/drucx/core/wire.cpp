@@ -83,8 +83,7 @@ std::array<std::uint8_t, kByeSize> encode_bye(ProcName sender) noexcept {
     (void)encode(AmHeader{0, AmKind::Bye}, out);
     const std::span<std::uint8_t> name = std::span(out).subspan(kAmHeaderSize);
     ByteWriter w(name);
-    w.u32(sender.jobid);
-    w.u32(sender.vpid);
+    w.name(sender);
     return out;
 }
 
@@ -96,8 +95,7 @@ Result<ProcName> decode_bye(std::span<const std::uint8_t> message) noexcept {
         return fail(ErrorCode::BadType, "not a BYE");
     ByteReader r(message.subspan(kAmHeaderSize));
     ProcName name;
-    name.jobid = r.u32();
-    name.vpid = r.u32();
+    name = r.name();
     return name;
 }
 

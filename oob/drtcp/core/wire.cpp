@@ -61,10 +61,8 @@ Result<std::size_t> encode_handshake(const HandshakeFrame& f,
     w.u8(static_cast<std::uint8_t>(f.type));
     w.u8(f.flags);
     w.u8(0);
-    w.u32(f.sender.jobid);
-    w.u32(f.sender.vpid);
-    w.u32(f.receiver.jobid);
-    w.u32(f.receiver.vpid);
+    w.name(f.sender);
+    w.name(f.receiver);
     w.bytes(f.nonce);
     w.bytes(f.mac);
     return seal(w, out, kHandshakeSize);
@@ -81,10 +79,8 @@ Result<std::size_t> encode_header(const Header& h, std::span<std::uint8_t> out) 
     w.u8(kVersion);
     w.u8(static_cast<std::uint8_t>(h.kind));
     w.u8(static_cast<std::uint8_t>(routed.size()));
-    w.u32(h.origin.jobid);
-    w.u32(h.origin.vpid);
-    w.u32(h.dst.jobid);
-    w.u32(h.dst.vpid);
+    w.name(h.origin);
+    w.name(h.dst);
     w.u32(h.tag);
     w.u32(h.seq_num);
     w.u32(h.nbytes);
@@ -130,19 +126,15 @@ Result<HandshakeFrame> decode_handshake(std::span<const std::uint8_t> in) noexce
     f.type = static_cast<HsType>(r.u8());
     f.flags = r.u8();
     r.skip(1);
-    f.sender.jobid = r.u32();
-    f.sender.vpid = r.u32();
-    f.receiver.jobid = r.u32();
-    f.receiver.vpid = r.u32();
-    const auto nonce = r.bytes(kNonceSize);
-    const auto mac = r.bytes(kMacSize);
+    f.sender = r.name();
+    f.receiver = r.name();
+    r.array(f.nonce);
+    r.array(f.mac);
     const std::uint32_t crc = r.u32();
     if (!r.ok())
         return fail(r.error());
     if (!crc_ok(in, crc))
         return fail(ErrorCode::BadChecksum, "handshake checksum");
-    std::copy(nonce.begin(), nonce.end(), f.nonce.begin());
-    std::copy(mac.begin(), mac.end(), f.mac.begin());
     if (f.type == HsType::Confirm &&
         std::any_of(f.nonce.begin(), f.nonce.end(), [](std::uint8_t b) { return b != 0; }))
         return fail(ErrorCode::BadField, "CONFIRM carries no nonce");
@@ -159,10 +151,8 @@ Result<Header> decode_header(std::span<const std::uint8_t> in, std::uint32_t max
     const std::uint8_t kind = r.u8();
     const std::uint8_t routed_len = r.u8();
     Header h;
-    h.origin.jobid = r.u32();
-    h.origin.vpid = r.u32();
-    h.dst.jobid = r.u32();
-    h.dst.vpid = r.u32();
+    h.origin = r.name();
+    h.dst = r.name();
     h.tag = r.u32();
     h.seq_num = r.u32();
     h.nbytes = r.u32();

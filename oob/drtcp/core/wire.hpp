@@ -51,6 +51,7 @@
 #include <span>
 #include <string_view>
 
+#include "auth.hpp"
 #include "proc_name.hpp"
 #include "result.hpp"
 
@@ -62,8 +63,6 @@ inline constexpr std::uint32_t kMagic = 0x44524F42u;  // "DROB"
 inline constexpr std::uint8_t kVersion = 2;
 inline constexpr std::size_t kHandshakeSize = 76;
 inline constexpr std::size_t kHandshakePrefix = 8;  // magic, version, type, flags, reserved
-inline constexpr std::size_t kNonceSize = 16;
-inline constexpr std::size_t kMacSize = 32;
 inline constexpr std::uint8_t kFlagReconnect = 1;
 inline constexpr std::uint8_t kSync = 0xD9;
 inline constexpr std::size_t kHeaderSize = 72;
@@ -81,8 +80,8 @@ struct HandshakeFrame {
     std::uint8_t flags = 0;
     ProcName sender;
     ProcName receiver;
-    std::array<std::uint8_t, kNonceSize> nonce{};
-    std::array<std::uint8_t, kMacSize> mac{};
+    plugin::common::auth::Nonce nonce{};
+    plugin::common::auth::Mac mac{};
 };
 
 struct Header {

@@ -141,10 +141,8 @@ Key pair_key(std::string_view label, ProcName lo, const Key& key_lo, ProcName hi
     const auto n = std::min(label.size(), std::size_t{32});
     w.bytes({reinterpret_cast<const std::uint8_t*>(label.data()), n});
     w.bytes(key_hi);
-    w.u32(lo.jobid);
-    w.u32(lo.vpid);
-    w.u32(hi.jobid);
-    w.u32(hi.vpid);
+    w.name(lo);
+    w.name(hi);
     const Mac m = hmac(key_lo, w.written());
     Key k{};
     std::copy(m.begin(), m.end(), k.begin());
@@ -162,10 +160,8 @@ Mac transcript_mac(const Binding& b, Step step, const Nonce& nonce_i, const Nonc
     w.u8(static_cast<std::uint8_t>(n));
     w.bytes({reinterpret_cast<const std::uint8_t*>(b.protocol.data()), n});
     w.u8(static_cast<std::uint8_t>(step));
-    w.u32(b.initiator.jobid);
-    w.u32(b.initiator.vpid);
-    w.u32(b.acceptor.jobid);
-    w.u32(b.acceptor.vpid);
+    w.name(b.initiator);
+    w.name(b.acceptor);
     w.u32(b.context);
     w.bytes(nonce_i);
     if (nonce_a != nullptr)

@@ -19,6 +19,7 @@
 // ok() has been checked.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <concepts>
 #include <cstddef>
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <span>
 
+#include "proc_name.hpp"
 #include "result.hpp"
 
 namespace plugin::common {
@@ -67,6 +69,11 @@ class ByteWriter {
     void u16(std::uint16_t v) noexcept { put(v); }
     void u32(std::uint32_t v) noexcept { put(v); }
     void u64(std::uint64_t v) noexcept { put(v); }
+    // A process name: job id, then rank (8 bytes).
+    void name(const ProcName& n) noexcept {
+        put(n.jobid);
+        put(n.vpid);
+    }
 
     void bytes(std::span<const std::uint8_t> b) noexcept {
         std::uint8_t* p = claim(b.size());
@@ -152,6 +159,20 @@ class ByteReader {
     [[nodiscard]] std::uint16_t u16() noexcept { return get<std::uint16_t>(); }
     [[nodiscard]] std::uint32_t u32() noexcept { return get<std::uint32_t>(); }
     [[nodiscard]] std::uint64_t u64() noexcept { return get<std::uint64_t>(); }
+    [[nodiscard]] ProcName name() noexcept {
+        ProcName n;
+        n.jobid = u32();
+        n.vpid = u32();
+        return n;
+    }
+    // A fixed-size field (a nonce, a MAC) copied out; `out` is left as it
+    // was on failure.
+    template <std::size_t N>
+    void array(std::array<std::uint8_t, N>& out) noexcept {
+        const std::uint8_t* p = consume(N);
+        if (p != nullptr)
+            std::copy_n(p, N, out.begin());
+    }
 
     // The next n bytes, in place (no copy). Empty on failure.
     [[nodiscard]] std::span<const std::uint8_t> bytes(std::size_t n) noexcept {

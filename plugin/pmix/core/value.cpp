@@ -156,7 +156,7 @@ Value decode_value(ByteReader& r, int depth) {
             break;
         case Shape::Name:
             v.shape = Shape::Name;
-            v.name = read_name(r);
+            v.name = r.name();
             break;
         case Shape::List:
             v.shape = Shape::List;
@@ -207,7 +207,7 @@ std::vector<ProcName> decode_names(ByteReader& r) {
     }
     out.reserve(n);
     for (std::uint32_t i = 0; i < n && r.ok(); ++i)
-        out.push_back(read_name(r));
+        out.push_back(r.name());
     if (!r.ok())
         out.clear();
     return out;
@@ -218,7 +218,7 @@ Result<std::vector<Record>> decode_records(std::span<const std::uint8_t> data) {
     ByteReader r(data);
     while (r.ok() && r.remaining() > 0) {
         Record rec;
-        rec.proc = read_name(r);
+        rec.proc = r.name();
         const std::uint32_t len = r.u32();
         if (r.ok() && len > r.remaining()) {
             r.fail(Error(ErrorCode::BadLength, "record longer than the data"));

@@ -132,12 +132,6 @@ using plugin::common::ByteReader;
 
 // Reading helpers over ByteReader (sticky failure, see wire_io.hpp).
 std::string read_text(ByteReader& r, std::size_t max);
-inline ProcName read_name(ByteReader& r) {
-    ProcName n;
-    n.jobid = r.u32();
-    n.vpid = r.u32();
-    return n;
-}
 
 void encode_value(Encoder& e, const Value& v);
 void encode_kvlist(Encoder& e, const KvList& list);

@@ -121,7 +121,7 @@ std::vector<std::uint8_t> encode(const HelloBody& b) {
 Result<HelloBody> decode_hello(std::span<const std::uint8_t> in) {
     return decode_all(in, [](ByteReader& r) {
         HelloBody b;
-        b.proc = read_name(r);
+        b.proc = r.name();
         b.secret = r.u64();
         return b;
     });
@@ -161,7 +161,7 @@ std::vector<std::uint8_t> encode(const GetBody& b) {
 Result<GetBody> decode_get(std::span<const std::uint8_t> in) {
     return decode_all(in, [](ByteReader& r) {
         GetBody b;
-        b.proc = read_name(r);
+        b.proc = r.name();
         b.key = read_text(r, kMaxKeyLength);
         const std::uint8_t imm = r.u8();
         if (r.ok() && imm > 1)
@@ -257,7 +257,7 @@ Result<EventBody> decode_event(std::span<const std::uint8_t> in) {
     return decode_all(in, [](ByteReader& r) {
         EventBody b;
         b.status = static_cast<std::int32_t>(r.u32());
-        b.source = read_name(r);
+        b.source = r.name();
         b.info = decode_kvlist(r);
         return b;
     });
