@@ -486,6 +486,118 @@ TEST(ChannelRecovery, APeerThatOnlyDidNotCallMpiCostsAProbeNotAResend) {
     EXPECT_EQ(s.ch.path_state(kPeer, kP1), PathState::Alive);
 }
 
+// A compute phase: both processes leave MPI right after the last exchange,
+// with an ACK still owed, and come back seconds later. The sender's timers
+// run first on its return (the worst order): they are found a PTO late, so
+// nothing expires before the ACK waiting for it is read.
+TEST(ChannelAbsence, AComputePhaseCostsNoProbeAndNoResend) {
+    constexpr Micros kBack = 5 * plugin::common::kSeconds;
+    Pair w(test_params());
+    for (FrameToken t = 1; t <= 3; ++t)
+        ASSERT_TRUE(w.a.submit(kPeer, t, 0, 100).ok());
+    w.now = 5;
+    w.pump();  // B takes them; its ACK is owed (ack_delay 100)
+    ASSERT_TRUE(w.b_out.acks.empty());
+    const Micros srtt = w.a.path_counters(kPeer, kP1)->srtt;
+    w.now = kBack;
+    w.a_out.now = w.b_out.now = kBack;
+    w.a.on_timer(kBack);  // A first: its PTO fell due 5 s ago
+    EXPECT_TRUE(w.a_out.probes.empty()) << "a probe before the waiting ACK was read";
+    w.b.on_timer(kBack);  // B's owed ACK goes
+    w.pump();
+    for (int i = 0; i < 50 && w.step_timer(); ++i)
+        w.pump();
+    EXPECT_TRUE(w.a_out.probes.empty());
+    EXPECT_EQ(w.a.counters(kPeer)->ack_timeouts, 0u);
+    EXPECT_EQ(w.a.counters(kPeer)->retransmits, 0u);
+    EXPECT_EQ(w.a.counters(kPeer)->absences, 1u);
+    EXPECT_EQ(w.a.unacked(kPeer), 0u);
+    EXPECT_EQ(w.a.path_counters(kPeer, kP1)->srtt, srtt) << "the absence is no RTT sample";
+}
+
+// The peer stays away after our return: one PTO later it is probed, as it
+// would have been had we never left.
+TEST(ChannelAbsence, APeerStillAwayIsProbedOnePtoAfterOurReturn) {
+    constexpr Micros kBack = 5 * plugin::common::kSeconds;
+    Sender s(test_params(), false);
+    s.submit(1);
+    s.out.now = kBack;
+    s.ch.on_timer(kBack);
+    EXPECT_TRUE(s.out.probes.empty());
+    EXPECT_EQ(s.ch.next_deadline(), kBack + 400);  // one PTO from our return
+    s.run_timers(kBack + 400);
+    ASSERT_EQ(s.out.probes.size(), 1u);
+    EXPECT_EQ(s.out.probes[0].at, kBack + 400);
+    EXPECT_EQ(s.ch.counters(kPeer)->ack_timeouts, 1u);
+}
+
+// A process that polls more slowly than the PTO is late at every visit: the
+// deferral is once until the peer's next acknowledgement, so a lost frame
+// is still recovered (one PTO later than by a process that polls often).
+TEST(ChannelAbsence, PollingSlowerThanThePtoStillProbes) {
+    Sender s(test_params(), false);
+    s.submit(1);
+    Micros t = 0;
+    std::size_t visits_before_probe = 0;
+    while (s.out.probes.empty() && visits_before_probe < 10) {
+        t += 2000;  // five PTOs between visits
+        s.out.now = t;
+        s.ch.on_timer(t);
+        ++visits_before_probe;
+    }
+    EXPECT_EQ(visits_before_probe, 2u);
+    EXPECT_EQ(s.ch.counters(kPeer)->absences, 1u);
+}
+
+// A sender away from MPI for longer than peer_dead_timeout does not declare
+// its peer dead before it has read what the peer sent meanwhile.
+TEST(ChannelAbsence, ASenderAwayLongerThanPeerDeadTimeoutKeepsAPeerThatAnswers) {
+    ChannelParams p = test_params();
+    p.peer_dead_timeout = 100'000;
+    Sender s(p, false);
+    s.submit(1);
+    const Micros back = 2 * p.peer_dead_timeout;
+    s.out.now = back;
+    s.ch.on_timer(back);
+    EXPECT_TRUE(s.out.dead.empty()) << "declared dead before reading its ACK";
+    s.ack(1);
+    s.run_timers(back + 10 * p.peer_dead_timeout);
+    EXPECT_TRUE(s.out.dead.empty());
+    EXPECT_EQ(s.ch.peer_state(kPeer), PeerState::Alive);
+}
+
+// A peer that really died while we were away is still declared dead: one
+// longest PTO after our return instead of at once.
+TEST(ChannelAbsence, APeerThatDiedWhileWeWereAwayIsStillDeclaredDead) {
+    ChannelParams p = test_params();
+    p.peer_dead_timeout = 100'000;
+    Sender s(p, false);
+    s.submit(1);
+    const Micros back = 2 * p.peer_dead_timeout;
+    s.out.now = back;
+    s.ch.on_timer(back);
+    s.run_timers(back + p.ack_timeout);
+    ASSERT_EQ(s.out.dead.size(), 1u);
+    EXPECT_EQ(s.out.dead_at[0], back + p.ack_timeout);
+}
+
+// An ACK the receiver says it held seconds past its bound (it was away from
+// MPI) measures its absence, not the network: no RTT sample.
+TEST(ChannelAbsence, AnAckHeldPastItsBoundIsNoRttSample) {
+    Sender s(test_params(), false);
+    s.submit(1);
+    s.out.now = 50;
+    s.ch.on_ack(kPeer, kP1, AckInfo{1, 0, 0, 10, 100}, s.out.now);
+    const PathCounters before = *s.ch.path_counters(kPeer, kP1);
+    ASSERT_EQ(before.rtt_samples, 1u);
+    s.submit(2);
+    s.out.now = 5 * plugin::common::kSeconds;
+    s.ch.on_ack(kPeer, kP1, AckInfo{2, 0, 0, s.out.now - 60, 100}, s.out.now);
+    EXPECT_EQ(s.ch.unacked(kPeer), 0u);
+    EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->rtt_samples, 1u);
+    EXPECT_EQ(s.ch.path_counters(kPeer, kP1)->srtt, before.srtt);
+}
+
 TEST(ChannelRecovery, AFailedPathIsProbedWhileThereIsTrafficAndTakenBackWhenItAnswers) {
     ChannelParams p = test_params();
     p.initial_rtt = 200'000;  // kP2 stays alive (its first PTO: 600 ms) throughout

@@ -245,8 +245,15 @@ Micros ReliableChannel::Ops::deadline(const Ch& ch, const Peer& p) noexcept {
         d = std::min({d, pa.ack_deadline, pa.wd_deadline});
     }
     if (p.unacked > 0)
-        d = std::min(d, add_saturating(p.last_progress, ch.params_.peer_dead_timeout));
+        d = std::min(d, dead_at(ch, p));
     return std::min(d, window_release_at(ch, p));
+}
+
+// Nothing acknowledged for peer_dead_timeout while this process listened:
+// after an absence the peer gets one longest PTO to be heard again.
+Micros ReliableChannel::Ops::dead_at(const Ch& ch, const Peer& p) noexcept {
+    return std::max(add_saturating(p.last_progress, ch.params_.peer_dead_timeout),
+                    add_saturating(p.back_at, ch.recovery_.max_pto));
 }
 
 Micros ReliableChannel::Ops::window_release_at(const Ch& ch, const Peer& p) noexcept {
@@ -265,10 +272,44 @@ void ReliableChannel::Ops::due_by(Ch& ch, Peer& p, Micros d) {
     p.indexed = d;
 }
 
+// Timers found more than a PTO after they fell due: this process was away
+// from MPI (computing, descheduled), and what the peer sent meanwhile (its
+// ACKs, answers to probes) may be waiting unread in the BTLs. A kernel's TCP
+// runs its timers and reads its sockets while the application computes; an
+// MPI process does neither. So on this visit nothing expires: every timer
+// that fell due gets one PTO from now, and RTT samples spanning the absence
+// are not taken (back_at). Once until the next ack progress: a process that
+// polls slower than the PTO still recovers a loss, one PTO later.
+bool ReliableChannel::Ops::defer_after_absence(Ch& ch, Peer& p, Micros due, Micros now) {
+    if (p.absence_deferred || p.state != PeerState::Alive || due == kNever)
+        return false;
+    Micros pto = kNever;
+    for (const PathSlot& pa : p.paths)
+        if (pa.state != PathState::Failed)
+            pto = std::min(pto, pto_of(ch, p, pa));
+    if (pto == kNever || now - due <= pto)
+        return false;
+    p.absence_deferred = true;
+    p.back_at = now;
+    ++p.counters.absences;
+    for (PathSlot& pa : p.paths) {
+        const Micros later = add_saturating(now, pto_of(ch, p, pa));
+        for (Micros* d : {&pa.ack_deadline, &pa.wd_deadline, &pa.probe_deadline})
+            if (*d <= now)
+                *d = later;
+    }
+    return true;
+}
+
 void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
     settle(ch, p);  // frames the peer's traffic acknowledged are not late
+    // The earliest of the peer's deadlines (its timer entry may be earlier:
+    // reschedule() leaves entries that moved later).
+    const Micros due = deadline(ch, p);
     if (p.ack_due <= now)
-        flush_acks(ch, p, now);
+        flush_acks(ch, p, now);  // owed ACKs go, absent or not
+    if (defer_after_absence(ch, p, due, now))
+        return;
     for (std::size_t i = 0; i < p.paths.size() && p.state == PeerState::Alive; ++i) {
         const auto slot = static_cast<std::uint8_t>(i);
         if (p.paths[i].state != PathState::Failed && p.paths[i].wd_deadline <= now)
@@ -279,8 +320,7 @@ void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
         if (p.state == PeerState::Alive && p.paths[i].probe_deadline <= now)
             probe_expired(ch, p, slot, now);
     }
-    if (p.state == PeerState::Alive && p.unacked > 0 &&
-        add_saturating(p.last_progress, ch.params_.peer_dead_timeout) <= now)
+    if (p.state == PeerState::Alive && p.unacked > 0 && dead_at(ch, p) <= now)
         kill(ch, p, "nothing acknowledged for peer_dead_timeout");
     // Every slot is free (una == next_seq): nothing in the window is state.
     if (window_release_at(ch, p) <= now) {

@@ -308,6 +308,7 @@ struct PeerCounters {
     std::uint64_t stale_nacks = 0;  // for frames no longer unacknowledged
     std::uint64_t ack_timeouts = 0;
     std::uint64_t silent_expiries = 0;  // see PathCounters
+    std::uint64_t absences = 0;         // timers found a PTO late (away from MPI): deferred once
     std::uint64_t watchdog_timeouts = 0;
     std::uint64_t local_errors = 0;
     std::uint64_t stale_completions = 0;  // for frames/paths the channel no longer tracks

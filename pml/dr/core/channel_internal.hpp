@@ -106,7 +106,11 @@ struct ReliableChannel::Peer {
     // Probing of Suspect and Failed paths waits for traffic: nothing was
     // unacknowledged when a probe fell due (an idle job probes nothing).
     bool probes_paused = false;
+    // A visit found this peer's timers more than a PTO late (this process
+    // was away from MPI) and deferred them once; cleared by ack progress.
+    bool absence_deferred = false;
     Micros last_submit = 0;  // when the latest new frame went out
+    Micros back_at = 0;      // when this process was last found back from an absence
 
     // receiver
     std::vector<std::uint64_t> rx_bits;  // ring bitmap: bit (seq % window) for seqs after rx_cum
@@ -220,11 +224,13 @@ struct ReliableChannel::Ops {
     // earliest deadline, later deadlines are found when it fires.
     static void due_by(Ch& ch, Peer& p, Micros d);
     static void fire(Ch& ch, Peer& p, Micros now);
+    static bool defer_after_absence(Ch& ch, Peer& p, Micros due, Micros now);
+    static Micros dead_at(const Ch& ch, const Peer& p) noexcept;
 
     // --- sender (channel_send.cpp)
 
     // True when the path went idle while Suspect (a PROBE is due).
-    static bool leave_path(Peer& p, std::uint8_t slot) noexcept;
+    static bool leave_path(Peer& p, std::uint8_t slot, Micros now) noexcept;
     // The path's PTO at its current back-off.
     static Micros pto_of(const Ch& ch, const Peer& p, const PathSlot& pa) noexcept;
     // Preferred for new traffic: Alive, or Suspect when no path is Alive.
@@ -297,7 +303,8 @@ struct ReliableChannel::Ops {
     // failed), else counts a silent expiry.
     static bool count_expiry(Ch& ch, Peer& p, std::uint8_t slot, Micros now);
     // An RTT sample for the path, reflected in its counters.
-    static void rtt_sample(Ch& ch, const Peer& p, PathSlot& pa, Micros latest, Micros ack_delay);
+    static void rtt_sample(Ch& ch, const Peer& p, PathSlot& pa, Micros sent, Micros now,
+                           Micros ack_delay);
     static void send_probe(Ch& ch, Peer& p, PathSlot& pa, Micros now);
     // Traffic again after probes_paused: re-arms the paused probe timers.
     static void resume_probes(Ch& ch, Peer& p, Micros now);

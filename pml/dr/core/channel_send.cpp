@@ -29,7 +29,7 @@ bool ReliableChannel::Ops::heard_since(const Peer& p, std::uint8_t slot, Micros 
     return false;
 }
 
-bool ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot) noexcept {
+bool ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot, Micros now) noexcept {
     PathSlot& pa = p.paths[slot];
     if (pa.outstanding == 0 || --pa.outstanding != 0)
         return false;
@@ -38,7 +38,7 @@ bool ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot) noexcept {
     // only a PROBE can tell whether it works.
     if (pa.state != PathState::Suspect || pa.probe_deadline != kNever)
         return false;
-    pa.probe_deadline = 0;
+    pa.probe_deadline = now;
     return true;
 }
 
@@ -47,7 +47,7 @@ void ReliableChannel::Ops::move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t 
     if (f.path == slot)
         return;
     if (f.path != kNoSlot)
-        leave_path(p, f.path);
+        leave_path(p, f.path, now);
     f.path = slot;
     PathSlot& pa = p.paths[slot];
     if (pa.outstanding++ == 0)
@@ -141,7 +141,7 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
     --p.unacked;
     ++p.counters.frames_acked;
     if (f.path != kNoSlot) {
-        scan.probe_due |= leave_path(p, f.path);
+        scan.probe_due |= leave_path(p, f.path, scan.now);
         // A frame sent on several paths says nothing about any one of them.
         // A resent frame acknowledged sooner than the path's minimum RTT
         // after its resend was answered for an earlier transmission
@@ -308,9 +308,14 @@ bool ReliableChannel::Ops::count_expiry(Ch& ch, Peer& p, std::uint8_t slot, Micr
     return false;
 }
 
-void ReliableChannel::Ops::rtt_sample(Ch& ch, const Peer& p, PathSlot& pa, Micros latest,
+// A sample of a frame sent before this process's latest absence, or one
+// whose ACK the peer says it held more than a PTO past its bound (it was
+// away), measures absences, not the network: not taken.
+void ReliableChannel::Ops::rtt_sample(Ch& ch, const Peer& p, PathSlot& pa, Micros sent, Micros now,
                                       Micros ack_delay) {
-    pa.rtt.sample(latest, ack_delay, p.peer_max_ack_delay);
+    if (sent < p.back_at || ack_delay > add_saturating(p.peer_max_ack_delay, pto_of(ch, p, pa)))
+        return;
+    pa.rtt.sample(now - sent, ack_delay, p.peer_max_ack_delay);
     ++pa.counters.rtt_samples;
     pa.counters.srtt = pa.rtt.srtt(ch.recovery_);
     pa.counters.rttvar = pa.rtt.rttvar(ch.recovery_);
@@ -500,9 +505,7 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
     // What this may have armed: the path's ACK timer and watchdog, and the
     // peer-death clock.
     const PathSlot& pa = p.paths[slot];
-    due_by(ch, p,
-           std::min({pa.ack_deadline, owed ? pa.wd_deadline : kNever,
-                     add_saturating(p.last_progress, ch.params_.peer_dead_timeout)}));
+    due_by(ch, p, std::min({pa.ack_deadline, owed ? pa.wd_deadline : kNever, dead_at(ch, p)}));
     return seq;
 }
 
@@ -642,7 +645,7 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
                 ++p->counters.timeout_retransmits;
         }
     }
-    Ops::rtt_sample(*this, *p, pa, now - pa.probe_sent, 0);
+    Ops::rtt_sample(*this, *p, pa, pa.probe_sent, now, 0);
     pa.pto_count = 0;
     pa.wd_retries = 0;
     pa.last_heard = now;
@@ -900,8 +903,9 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
         return;
     }
     p.last_progress = now;
+    p.absence_deferred = false;
     if (scan.sample_slot != kNoSlot)
-        rtt_sample(ch, p, p.paths[scan.sample_slot], now - scan.sample_sent, ack.delay);
+        rtt_sample(ch, p, p.paths[scan.sample_slot], scan.sample_sent, now, ack.delay);
     for (std::size_t i = 0; i < p.paths.size(); ++i) {
         if ((scan.progressed & slot_bit(static_cast<std::uint8_t>(i))) == 0)
             continue;

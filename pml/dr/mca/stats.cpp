@@ -97,7 +97,7 @@ void print_reliability_stats() noexcept {
                     "duplicates_dropped=%llu acks_sent=%llu acks_received=%llu nacks_sent=%llu "
                     "nacks_received=%llu failovers=%llu "
                     "paths_lost=%llu promotions=%llu silent_expiries=%llu probes_sent=%llu "
-                    "paths_readmitted=%llu state=%s",
+                    "paths_readmitted=%llu absences=%llu state=%s",
                     OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), u(c->frames_sent),
                     u(c->bytes_sent), u(c->retransmits), u(c->nack_retransmits),
                     u(c->timeout_retransmits), u(c->failover_retransmits), u(c->frames_acked),
@@ -105,7 +105,7 @@ void print_reliability_stats() noexcept {
                     u(c->acks_sent), u(c->acks_received), u(c->nacks_sent), u(c->nacks_received),
                     u(c->failovers), u(c->paths_lost), u(c->standby_promotions),
                     u(c->silent_expiries), u(c->probes_sent), u(c->paths_readmitted),
-                    std::string(core::to_string(ch->peer_state(p))).c_str());
+                    u(c->absences), std::string(core::to_string(ch->peer_state(p))).c_str());
         for (const PathId path : ch->paths(p)) {
             const core::PathCounters* pc = ch->path_counters(p, path);
             if (pc == nullptr ||
