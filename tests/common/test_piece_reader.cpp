@@ -7,6 +7,7 @@
 
 #include "piece_reader.hpp"
 
+using plugin::common::Error;
 using plugin::common::ErrorCode;
 using plugin::common::fail;
 using plugin::common::PieceReader;
@@ -22,13 +23,10 @@ struct Toy {
     int prefixes = 0;
     bool length_next = true;
 
-    Result<void> on_excess() { return fail(ErrorCode::BadLength, "bytes after the end"); }
     Result<void> on_prefix(std::span<const std::uint8_t> p) {
         ++prefixes;
-        if (p[0] == 0xFF) {
-            r.stop();
-            return fail(ErrorCode::BadField, "bad prefix");
-        }
+        if (p[0] == 0xFF)
+            return r.fail(Error(ErrorCode::BadField, "bad prefix"));
         return {};
     }
     Result<void> on_piece(std::span<std::uint8_t> piece) {
@@ -90,6 +88,11 @@ TEST(PieceReader, EverySplitOfAStreamGivesTheSamePieces) {
         }
         EXPECT_EQ(t.prefixes, 4);         // once per piece longer than 4 bytes, split or not
         EXPECT_EQ(r.buffer_bytes(), 0u);  // stopped: nothing held
+        EXPECT_FALSE(r.failed());
+        // Bytes after the stream's end fail it.
+        std::uint8_t extra[1] = {1};
+        EXPECT_EQ(r.feed(std::span(extra), t).error().code, ErrorCode::BadLength);
+        EXPECT_TRUE(r.failed());
     }
 }
 
@@ -109,7 +112,8 @@ TEST(PieceReader, APrefixIsJudgedBeforeTheRestArrives) {
     EXPECT_TRUE(r.stopped());
     EXPECT_EQ(r.buffer_bytes(), 0u);
     std::vector<std::uint8_t> more(10, 1);
-    EXPECT_EQ(r.feed(more, t).error().code, ErrorCode::BadLength);  // the handler's on_excess
+    EXPECT_TRUE(r.failed());
+    EXPECT_EQ(r.feed(more, t).error().code, ErrorCode::InvalidState);  // failed for good
 }
 
 TEST(PieceReader, APieceGoesIntoItsDestinationAndTheAdapterMayReadThereDirectly) {
@@ -119,7 +123,6 @@ TEST(PieceReader, APieceGoesIntoItsDestinationAndTheAdapterMayReadThereDirectly)
     struct Sink {
         PieceReader& r;
         std::span<std::uint8_t> done;
-        Result<void> on_excess() { return fail(ErrorCode::BadLength, "x"); }
         Result<void> on_prefix(std::span<const std::uint8_t>) { return {}; }
         Result<void> on_piece(std::span<std::uint8_t> p) {
             done = p;

@@ -71,27 +71,15 @@ StreamDecoder::StreamDecoder(std::uint32_t max_frame, Role role)
     reader_.expect(first_need(role), role == Role::None ? 0 : kPreambleSize);
 }
 
-Result<void> StreamDecoder::failed(Error e) {
-    phase_ = Phase::Failed;
-    reader_.stop();
-    return fail(e);
-}
-
 // Each piece the reader cuts: act on it in the current phase and say what
 // comes next.
 struct StreamDecoder::Pieces {
     StreamDecoder& d;
     StreamSink& sink;
 
-    Result<void> on_excess() {
-        if (d.phase_ == Phase::Bye)
-            return d.failed(Error(ErrorCode::BadLength, "bytes after BYE"));
-        return fail(ErrorCode::InvalidState, "stream already failed");
-    }
-
     Result<void> on_prefix(std::span<const std::uint8_t> preamble) {
         if (auto ok = check_preamble(preamble, type_of(d.phase_)); !ok)
-            return d.failed(ok.error());
+            return d.reader_.fail(ok.error());
         return {};
     }
 
@@ -126,9 +114,9 @@ struct StreamDecoder::Pieces {
             case Phase::Hello: {
                 auto h = decode_hello(msg);
                 if (!h)
-                    return d.failed(h.error());
+                    return d.reader_.fail(h.error());
                 if (!sink.on_hello(*h))
-                    return d.failed(Error(ErrorCode::UnknownPeer, "HELLO refused"));
+                    return d.reader_.fail(Error(ErrorCode::UnknownPeer, "HELLO refused"));
                 d.phase_ = Phase::Confirm;
                 d.reader_.expect(kConfirmSize, kPreambleSize);
                 return {};
@@ -136,17 +124,17 @@ struct StreamDecoder::Pieces {
             case Phase::Reply: {
                 auto r = decode_reply(msg);
                 if (!r)
-                    return d.failed(r.error());
+                    return d.reader_.fail(r.error());
                 if (!sink.on_reply(*r))
-                    return d.failed(Error(ErrorCode::UnknownPeer, "REPLY refused"));
+                    return d.reader_.fail(Error(ErrorCode::UnknownPeer, "REPLY refused"));
                 break;
             }
             case Phase::Confirm: {
                 auto c = decode_confirm(msg);
                 if (!c)
-                    return d.failed(c.error());
+                    return d.reader_.fail(c.error());
                 if (!sink.on_confirm(*c))
-                    return d.failed(Error(ErrorCode::UnknownPeer, "CONFIRM refused"));
+                    return d.reader_.fail(Error(ErrorCode::UnknownPeer, "CONFIRM refused"));
                 break;
             }
             default:
@@ -159,7 +147,7 @@ struct StreamDecoder::Pieces {
     Result<void> header(std::span<const std::uint8_t> bytes) {
         auto h = decode_frame_header(bytes, d.max_frame_);
         if (!h)
-            return d.failed(h.error());
+            return d.reader_.fail(h.error());
         if (h->flags == kFrameFlagBye) {
             d.phase_ = Phase::Bye;
             d.reader_.stop();
@@ -187,11 +175,11 @@ struct StreamDecoder::Pieces {
     Result<void> put_header(std::span<const std::uint8_t> bytes) {
         auto p = decode_put_header(bytes);
         if (!p)
-            return d.failed(p.error());
+            return d.reader_.fail(p.error());
         // Straight to the registered target; nothing is held.
         const std::span<std::uint8_t> dest = sink.on_put(p->key, p->addr, d.put_len_);
         if (dest.size() != d.put_len_ || dest.data() == nullptr)
-            return d.failed(Error(ErrorCode::OutOfRange, "PUT outside a registered region"));
+            return d.reader_.fail(Error(ErrorCode::OutOfRange, "PUT outside a registered region"));
         d.phase_ = Phase::PutPayload;
         d.reader_.expect_into(dest);
         return {};

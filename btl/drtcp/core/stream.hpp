@@ -82,7 +82,7 @@ class StreamDecoder {
     // `n` bytes were read into direct_target(); completes the frame when whole.
     Result<void> commit_direct(std::size_t n, StreamSink& sink);
 
-    [[nodiscard]] Phase phase() const noexcept { return phase_; }
+    [[nodiscard]] Phase phase() const noexcept { return reader_.failed() ? Phase::Failed : phase_; }
     // Bytes still missing from the message being assembled.
     [[nodiscard]] std::size_t want() const noexcept { return reader_.want(); }
     // Bytes held for a message that arrived in pieces.
@@ -92,7 +92,6 @@ class StreamDecoder {
   private:
     struct Pieces;  // the reader's handler: the phases below
     void next_header() noexcept;
-    Result<void> failed(plugin::common::Error e);
 
     std::uint32_t max_frame_;
     Phase phase_;

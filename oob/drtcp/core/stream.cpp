@@ -14,29 +14,17 @@ StreamDecoder::StreamDecoder(std::uint32_t max_nbytes) noexcept
     reader_.expect(kHandshakeSize, kHandshakePrefix);
 }
 
-Result<void> StreamDecoder::failed(plugin::common::Error e) {
-    phase_ = Phase::Failed;
-    reader_.stop();
-    return fail(e);
-}
-
 // Each piece the reader cuts: act on it in the current phase and say what
 // comes next.
 struct StreamDecoder::Pieces {
     StreamDecoder& d;
     StreamSink& sink;
 
-    Result<void> on_excess() {
-        if (d.phase_ == Phase::Closed)
-            return d.failed({ErrorCode::BadLength, "bytes after BYE"});
-        return fail(ErrorCode::InvalidArgument, "stream already failed");
-    }
-
     // A handshake that starts wrong is refused at once, not when (or if)
     // its 76 bytes have arrived.
     Result<void> on_prefix(std::span<const std::uint8_t> prefix) {
         if (auto p = check_handshake_prefix(prefix); !p)
-            return d.failed(p.error());
+            return d.reader_.fail(p.error());
         return {};
     }
 
@@ -56,13 +44,13 @@ struct StreamDecoder::Pieces {
             case Phase::Failed:
                 break;
         }
-        return d.failed({ErrorCode::Internal, "decoder in a final phase"});
+        return d.reader_.fail({ErrorCode::Internal, "decoder in a final phase"});
     }
 
     Result<void> handshake(std::span<const std::uint8_t> piece) {
         auto f = decode_handshake(piece);
         if (!f)
-            return d.failed(f.error());
+            return d.reader_.fail(f.error());
         switch (sink.on_handshake(*f)) {
             case StreamSink::HsStep::More:
                 d.reader_.expect(kHandshakeSize, kHandshakePrefix);
@@ -74,13 +62,13 @@ struct StreamDecoder::Pieces {
             case StreamSink::HsStep::Refuse:
                 break;
         }
-        return d.failed({ErrorCode::UnknownPeer, "handshake refused"});
+        return d.reader_.fail({ErrorCode::UnknownPeer, "handshake refused"});
     }
 
     Result<void> header(std::span<const std::uint8_t> piece) {
         auto h = decode_header(piece, d.max_nbytes_);
         if (!h)
-            return d.failed(h.error());
+            return d.reader_.fail(h.error());
         if (h->kind == Kind::Bye) {
             d.phase_ = Phase::Closed;
             d.reader_.stop();

@@ -46,14 +46,13 @@ class StreamDecoder {
     // Consumes all of `bytes`, calling the sink for everything complete.
     Result<void> feed(std::span<const std::uint8_t> bytes, StreamSink& sink);
 
-    [[nodiscard]] Phase phase() const noexcept { return phase_; }
+    [[nodiscard]] Phase phase() const noexcept { return reader_.failed() ? Phase::Failed : phase_; }
     // Bytes held for a piece that arrived split.
     [[nodiscard]] std::size_t held() const noexcept { return reader_.held(); }
     [[nodiscard]] std::uint64_t messages() const noexcept { return messages_; }
 
   private:
     struct Pieces;  // the reader's handler: the phases below
-    Result<void> failed(plugin::common::Error e);
 
     std::uint32_t max_nbytes_;
     Phase phase_ = Phase::Handshake;

@@ -14,13 +14,14 @@
 //   an RDMA put's target), and a large one may be read by the adapter
 //   directly where it belongs (direct_target / commit_direct): such bytes
 //   are copied once, by the kernel.
-// - After stop() (the owner failed the stream or the peer said BYE) nothing
-//   more is consumed: bytes that still come are the handler's to refuse.
+// - The stream ends one of two ways, and nothing more is consumed after
+//   either: stop() (the peer said it closes, e.g. BYE), after which bytes
+//   that still come fail the stream (BadLength), and fail(error) (the owner
+//   found the stream broken), after which feed() refuses everything.
 //
 // The handler (a template parameter: no virtual call per piece) provides
 //   Result<void> on_prefix(std::span<const std::uint8_t> first_check_at_bytes);
-//   Result<void> on_piece(std::span<Byte> piece);  // calls expect*/stop
-//   Result<void> on_excess();  // bytes arrived after stop()
+//   Result<void> on_piece(std::span<Byte> piece);  // calls expect*/stop/fail
 // where Byte is std::uint8_t (PieceReader: pieces handed out in place may be
 // written by the handler) or const std::uint8_t (ConstPieceReader).
 // An error from on_prefix or on_piece ends feed() with it (the owner has
@@ -60,7 +61,8 @@ class BasicPieceReader {
         dest_ = dest;
         into_ = true;
     }
-    // Consumes nothing more (wants nothing); frees what was held.
+    // The stream ended on purpose: consumes nothing more (wants nothing);
+    // frees what was held.
     void stop() noexcept {
         stopped_ = true;
         need_ = 0;
@@ -70,7 +72,16 @@ class BasicPieceReader {
         release();
     }
 
+    // The stream is broken: consumes nothing more; `return reader.fail(e);`
+    // passes the error on.
+    Failure fail(const Error& e) noexcept {
+        stop();
+        failed_ = true;
+        return plugin::common::fail(e);
+    }
+
     [[nodiscard]] bool stopped() const noexcept { return stopped_; }
+    [[nodiscard]] bool failed() const noexcept { return failed_; }
     // Bytes still missing from the piece being assembled.
     [[nodiscard]] std::size_t want() const noexcept { return need_ - filled_; }
     // Bytes held (or written into the destination) for the current piece.
@@ -81,8 +92,10 @@ class BasicPieceReader {
     template <class Handler>
     Result<void> feed(std::span<Byte> bytes, Handler& h) {
         while (!bytes.empty()) {
+            if (failed_)
+                return plugin::common::fail(ErrorCode::InvalidState, "stream already failed");
             if (stopped_)
-                return h.on_excess();
+                return fail(Error(ErrorCode::BadLength, "bytes after the end of the stream"));
             if (into_) {
                 const std::size_t take = std::min(bytes.size(), need_ - filled_);
                 std::memcpy(dest_.data() + filled_, bytes.data(), take);
@@ -140,7 +153,7 @@ class BasicPieceReader {
     template <class Handler>
     Result<void> commit_direct(std::size_t n, Handler& h) {
         if (stopped_ || n > need_ - filled_)
-            return fail(ErrorCode::InvalidState, "direct read outside a piece");
+            return plugin::common::fail(ErrorCode::InvalidState, "direct read outside a piece");
         filled_ += n;
         if (filled_ < need_)
             return {};
@@ -190,6 +203,7 @@ class BasicPieceReader {
     std::span<std::uint8_t> dest_;  // expect_into's destination
     bool into_ = false;
     bool stopped_ = false;
+    bool failed_ = false;
 };
 
 using PieceReader = BasicPieceReader<std::uint8_t>;
