@@ -549,6 +549,29 @@ TEST(ChannelAbsence, PollingSlowerThanThePtoStillProbes) {
     EXPECT_EQ(s.ch.counters(kPeer)->absences, 1u);
 }
 
+// A busy process is late at every visit while a path goes silent and the
+// peer keeps acknowledging on the other (a black-holed rail): the silent
+// path's timers are deferred once, not again at every late visit because
+// the other path made progress, so its expiries go on (and it can fail).
+TEST(ChannelAbsence, ASilentPathStillExpiresWhenEveryVisitIsLate) {
+    Sender s;  // PTO 400, 800, then the cap 1000
+    s.submit(1, kP1);
+    Micros t = 0;
+    std::uint64_t acked = 0;
+    for (int visit = 0; visit < 10; ++visit) {
+        t += 3000;  // three capped PTOs between visits
+        s.out.now = t;
+        s.ch.on_timer(t);
+        // The peer acknowledges, over kP2, a frame that went there.
+        const std::uint32_t seq = s.submit(static_cast<FrameToken>(100 + visit), kP2);
+        ASSERT_EQ(s.out.tx.back().path, kP2);
+        acked |= std::uint64_t{1} << seq;  // sack_base 0: seqs 1..63
+        s.ch.on_ack(kPeer, kP2, AckInfo{0, 0, acked}, t);
+    }
+    EXPECT_GT(s.ch.counters(kPeer)->absences, 0u);
+    EXPECT_GE(s.ch.path_counters(kPeer, kP1)->ack_timeouts, 2u) << "deferred at every visit";
+}
+
 // A sender away from MPI for longer than peer_dead_timeout does not declare
 // its peer dead before it has read what the peer sent meanwhile; a peer that
 // really died meanwhile is declared dead one longest PTO after the return.

@@ -276,29 +276,36 @@ void ReliableChannel::Ops::due_by(Ch& ch, Peer& p, Micros d) {
 // from MPI (computing, descheduled), and what the peer sent meanwhile (its
 // ACKs, answers to probes) may be waiting unread in the BTLs. A kernel's TCP
 // runs its timers and reads its sockets while the application computes; an
-// MPI process does neither. So on this visit nothing expires: every timer
-// that fell due gets one PTO from now, and RTT samples spanning the absence
-// are not taken (back_at). Once until the next ack progress: a process that
-// polls slower than the PTO still recovers a loss, one PTO later.
-bool ReliableChannel::Ops::defer_after_absence(Ch& ch, Peer& p, Micros due, Micros now) {
-    if (p.absence_deferred || p.state != PeerState::Alive || due == kNever)
-        return false;
+// MPI process does neither. So a path's timers that fell due get one PTO from
+// now instead of expiring, once until that path makes progress (a process
+// polling slower than the PTO, or a path that went silent while the peer
+// answers on another, still expires one PTO later); RTT samples spanning the
+// absence are not taken, and peer death is judged one longest PTO after the
+// return (back_at, set once until the peer's next ack progress).
+void ReliableChannel::Ops::defer_after_absence(Ch& ch, Peer& p, Micros due, Micros now) {
+    if (p.state != PeerState::Alive || due == kNever)
+        return;
     Micros pto = kNever;
     for (const PathSlot& pa : p.paths)
         if (pa.state != PathState::Failed)
             pto = std::min(pto, pto_of(ch, p, pa));
     if (pto == kNever || now - due <= pto)
-        return false;
-    p.absence_deferred = true;
-    p.back_at = now;
-    ++p.counters.absences;
+        return;
+    if (!p.absence_noted) {
+        p.absence_noted = true;
+        p.back_at = now;
+        ++p.counters.absences;
+    }
     for (PathSlot& pa : p.paths) {
+        if (pa.absence_deferred)
+            continue;
         const Micros later = add_saturating(now, pto_of(ch, p, pa));
         for (Micros* d : {&pa.ack_deadline, &pa.wd_deadline, &pa.probe_deadline})
-            if (*d <= now)
+            if (*d <= now) {
                 *d = later;
+                pa.absence_deferred = true;
+            }
     }
-    return true;
 }
 
 void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
@@ -308,8 +315,7 @@ void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
     const Micros due = deadline(ch, p);
     if (p.ack_due <= now)
         flush_acks(ch, p, now);  // owed ACKs go, absent or not
-    if (defer_after_absence(ch, p, due, now))
-        return;
+    defer_after_absence(ch, p, due, now);
     for (std::size_t i = 0; i < p.paths.size() && p.state == PeerState::Alive; ++i) {
         const auto slot = static_cast<std::uint8_t>(i);
         if (p.paths[i].state != PathState::Failed && p.paths[i].wd_deadline <= now)

@@ -49,7 +49,10 @@ struct TxFrame {
 struct PathSlot {
     PathId id = 0;
     PathState state = PathState::Alive;
-    bool standby = false;             // added as a standby path (promoted ones go back)
+    bool standby = false;  // added as a standby path (promoted ones go back)
+    // Its due timers were deferred after an absence of ours; cleared when it
+    // makes progress (a silent path is deferred once, not on every late visit).
+    bool absence_deferred = false;
     unsigned pto_count = 0;           // consecutive PTO (or probe) expiries without progress
     unsigned wd_retries = 0;          // watchdog expiries since the last completion
     Micros ack_deadline = kNever;     // the PTO timer: armed while frames are outstanding
@@ -107,8 +110,8 @@ struct ReliableChannel::Peer {
     // unacknowledged when a probe fell due (an idle job probes nothing).
     bool probes_paused = false;
     // A visit found this peer's timers more than a PTO late (this process
-    // was away from MPI) and deferred them once; cleared by ack progress.
-    bool absence_deferred = false;
+    // was away from MPI): back_at is set; cleared by ack progress.
+    bool absence_noted = false;
     Micros last_submit = 0;  // when the latest new frame went out
     Micros back_at = 0;      // when this process was last found back from an absence
 
@@ -224,7 +227,7 @@ struct ReliableChannel::Ops {
     // earliest deadline, later deadlines are found when it fires.
     static void due_by(Ch& ch, Peer& p, Micros d);
     static void fire(Ch& ch, Peer& p, Micros now);
-    static bool defer_after_absence(Ch& ch, Peer& p, Micros due, Micros now);
+    static void defer_after_absence(Ch& ch, Peer& p, Micros due, Micros now);
     static Micros dead_at(const Ch& ch, const Peer& p) noexcept;
 
     // --- sender (channel_send.cpp)

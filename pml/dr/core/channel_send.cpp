@@ -647,6 +647,7 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
     }
     Ops::rtt_sample(*this, *p, pa, pa.probe_sent, now, 0);
     pa.pto_count = 0;
+    pa.absence_deferred = false;
     pa.wd_retries = 0;
     pa.last_heard = now;
     if (pa.state == PathState::Failed) {
@@ -903,7 +904,7 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
         return;
     }
     p.last_progress = now;
-    p.absence_deferred = false;
+    p.absence_noted = false;
     if (scan.sample_slot != kNoSlot)
         rtt_sample(ch, p, p.paths[scan.sample_slot], scan.sample_sent, now, ack.delay);
     for (std::size_t i = 0; i < p.paths.size(); ++i) {
@@ -913,6 +914,7 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
         if (pa.state == PathState::Failed)
             continue;
         pa.pto_count = 0;
+        pa.absence_deferred = false;
         pa.last_heard = now;
         pa.probe_deadline = kNever;
         pa.probe_id = 0;
