@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "frame_gate.hpp"
 #include "fault.hpp"
 #include "frame_util.hpp"
 

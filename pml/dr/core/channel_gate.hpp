@@ -9,6 +9,7 @@
 
 #include "channel.hpp"
 #include "engine.hpp"
+#include "frame_gate.hpp"
 
 namespace pml::dr::core {
 

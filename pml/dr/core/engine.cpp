@@ -1,4 +1,5 @@
 #include "engine.hpp"
+#include "frame_gate.hpp"
 
 #include <algorithm>
 #include <utility>
