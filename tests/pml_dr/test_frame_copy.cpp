@@ -33,9 +33,11 @@ TEST(FrameCopy, TransitionTable) {
 TEST(FrameCopy, NamesAreDistinct) {
     for (CopyState a : kAll) {
         EXPECT_NE(to_string(a), "?");
-        for (CopyState b : kAll)
-            if (a != b)
+        for (CopyState b : kAll) {
+            if (a != b) {
                 EXPECT_NE(to_string(a), to_string(b));
+            }
+        }
     }
 }
 
