@@ -123,6 +123,14 @@ void encode_header(std::uint8_t* out, ompi_communicator_t* comm, int dst, int ta
         h, std::span<std::uint8_t, core::kLocalMatchHeaderSize>(out, core::kLocalMatchHeaderSize));
 }
 
+// Whether a LOCAL_MATCH of `size` payload bytes fits the BTL's eager frame
+// and the peer's eager window (charged when it does).
+bool fits_and_charged(const mca_btl_base_module_t* btl, core::PeerId peer,
+                      std::size_t size) noexcept {
+    return core::kLocalMatchHeaderSize + size <= btl->btl_eager_limit &&
+           engine().try_charge_eager(peer, size);
+}
+
 // After the BTL's answer: counted, or the seq and charge given back.
 int sent_or_undone(int rc, int dst, core::PeerId peer, std::size_t size,
                    core::CommMatcher& matcher) noexcept {
@@ -143,13 +151,11 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
     mca_btl_base_module_t* btl = bb->btl;
     if (btl->btl_sendi == nullptr)
         return OMPI_ERR_NOT_AVAILABLE;
-    core::Engine& eng = engine();
     const std::size_t type_size = dt->super.size;
     if (const std::size_t size = type_size * count;
         size <= kStagedMax && proc->super.proc_arch == opal_local_arch &&
         (size == 0 || ompi_datatype_is_contiguous_memory_layout(dt, static_cast<int32_t>(count)))) {
-        if (core::kLocalMatchHeaderSize + size > btl->btl_eager_limit ||
-            !eng.try_charge_eager(peer, size))
+        if (!fits_and_charged(btl, peer, size))
             return OMPI_ERR_NOT_AVAILABLE;
         alignas(8) std::uint8_t frame[core::kLocalMatchHeaderSize + kStagedMax];
         encode_header(frame, comm, dst, tag, matcher);
@@ -170,8 +176,7 @@ int local_send(const void* buf, std::size_t count, ompi_datatype_t* dt, int dst,
         opal_convertor_get_packed_size(&conv, &size);
     }
     int rc = OMPI_ERR_NOT_AVAILABLE;
-    if (core::kLocalMatchHeaderSize + size <= btl->btl_eager_limit &&
-        eng.try_charge_eager(peer, size)) {
+    if (fits_and_charged(btl, peer, size)) {
         alignas(8) std::uint8_t hdr[core::kLocalMatchHeaderSize];
         encode_header(hdr, comm, dst, tag, matcher);
         rc = sent_or_undone(btl->btl_sendi(btl, bb->btl_endpoint, &conv, hdr, sizeof hdr, size,

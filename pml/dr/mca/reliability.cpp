@@ -102,6 +102,11 @@ core::ReliableChannel& chan() noexcept {
     return rel().channel();
 }
 
+// A module that reported itself gone (reliability_btl_error naming no peer).
+bool btl_gone(const mca_btl_base_module_t* btl) noexcept {
+    return std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) != g_rel.gone_btls.end();
+}
+
 // After every entry that reached the channel: its earliest deadline may have
 // moved. `fired`: the timer just went off and is armed no more, whatever the
 // channel's timers did.
@@ -493,19 +498,15 @@ void Glue::offer_paths(PeerId peer, std::vector<core::PathOffer>& out) {
         lim.max_frame = std::min(lim.max_frame, btl->btl_max_send_size);
         lim.eager = std::min(lim.eager, btl->btl_eager_limit);
     };
-    const auto gone = [](const mca_btl_base_module_t* btl) {
-        return std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) !=
-               g_rel.gone_btls.end();
-    };
     for (const mca_btl_base_module_t* btl : bml_send_btls(ep)) {
-        if (gone(btl))
+        if (btl_gone(btl))
             continue;
         offer(btl, false);
         logf(*state().log, LogLevel::Debug, "peer %s: path over BTL %s",
              OMPI_NAME_PRINT(&proc->super.proc_name), btl_name(btl));
     }
     for (const mca_btl_base_module_t* btl : standby_btls(peer))
-        if (!gone(btl))
+        if (!btl_gone(btl))
             offer(btl, true);
 }
 
@@ -859,7 +860,7 @@ void reliability_btl_error(mca_btl_base_module_t* btl, opal_proc_t* errproc) noe
             rel().path_lost(peer, path_of(btl), g_rel.now);
     } else {
         // The whole module is gone: no peer is offered it any more.
-        if (std::find(g_rel.gone_btls.begin(), g_rel.gone_btls.end(), btl) == g_rel.gone_btls.end())
+        if (!btl_gone(btl))
             g_rel.gone_btls.push_back(btl);
         rel().path_lost_to_all(path_of(btl), g_rel.now);
     }
