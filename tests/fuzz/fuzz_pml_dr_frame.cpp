@@ -119,7 +119,8 @@ bool same(const Header& x, const Header& y) {
     if (const auto* a = std::get_if<AckHdr>(&x)) {
         const auto* b = std::get_if<AckHdr>(&y);
         return a->sack_base == b->sack_base && a->sack_mask == b->sack_mask &&
-               a->ack_delay == b->ack_delay && a->max_ack_delay == b->max_ack_delay;
+               a->ack_delay == b->ack_delay && a->max_ack_delay == b->max_ack_delay &&
+               a->released_total == b->released_total;
     }
     if (const auto* a = std::get_if<ProbeHdr>(&x)) {
         const auto* b = std::get_if<ProbeHdr>(&y);

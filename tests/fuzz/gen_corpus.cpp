@@ -344,6 +344,10 @@ void pml_seeds(std::vector<SeedFile>& out) {
              p);
         seed("match_empty", kStampRetransmit, 0, pml::MatchHdr{common(0, 0), match({}, false)},
              Bytes{});
+        seed("match_starved", 0, 2,
+             pml::MatchHdr{common(pml::kFlagPayloadCsum | pml::kFlagCreditStarved, 1),
+                           match(p, true)},
+             p);
         // Valid as it stands: the raw bits only stop the fix-ups.
         seed("match_raw", 0x07, 1, pml::MatchHdr{common(pml::kFlagPayloadCsum, 9), match(p, true)},
              p);
@@ -377,7 +381,9 @@ void pml_seeds(std::vector<SeedFile>& out) {
                        plugin::common::crc32c(p.data(), p.size())};
         seed("frag", kStampRetransmit, 5, f, p);
     }
-    seed("ack", 0, 0, pml::AckHdr{common(0, 0), 64, 0x5ull, 120, 200}, Bytes{});
+    seed("ack", 0, 0, pml::AckHdr{common(0, 0), 64, 0x5ull, 120, 200, 4096}, Bytes{});
+    seed("ack_credit_answer", 0, 0,
+         pml::AckHdr{common(pml::kFlagCreditAnswer, 0), 0, 0, 0, 200, 1u << 20}, Bytes{});
     seed("probe", 0, 0, pml::ProbeHdr{common(0, 0), 7, false}, Bytes{});
     seed("probe_ack", 0, 0, pml::ProbeHdr{common(0, 0), 7, true}, Bytes{});
     seed("bye", 0, 0, pml::ByeHdr{common(0, 0)}, Bytes{});

@@ -27,13 +27,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <map>
 #include <memory>
+#include <type_traits>
 #include <new>
 #include <vector>
 
 #include "channel.hpp"
-#include "simulator.hpp"
 #include "engine.hpp"
+#include "reliable_engine.hpp"
+#include "simulator.hpp"
 #include "frame_util.hpp"
 #include "log.hpp"
 
@@ -151,92 +155,258 @@ void memory_and_matching(std::uint32_t peers) {
         static_cast<unsigned long long>(flushed));
 }
 
-void incast(std::uint32_t job_size) {
-    constexpr std::uint32_t kSenders = 1000;
-    constexpr int kMsgs = 8;
-    constexpr std::size_t kBytes = 2048;
-    constexpr Micros kLatency = 5;
-    sim::Simulator sim;
-    Config rcfg;
-    Engine rx(rcfg, plugin::common::NullLogSink::instance());
-    std::vector<PeerId> remote;
-    remote.reserve(job_size);
-    for (std::uint32_t p = 0; p < job_size; ++p)
-        remote.push_back(rx.add_peer({kJob, p}));
-    Sink rsink;
-    rx.add_comm(kCid, remote, rsink);
-    const std::uint32_t me = job_size - 1;  // the receiver's rank; senders are 0..999
+// The incast: every process is a ReliableEngine (engine and channel, the
+// production wiring) whose channel outputs go onto the simulated network
+// (5 us each way, frames done at once by their "BTL"); ACK frames carry the
+// receiver's credit reports, CREDIT frames go where no ACK would. A sender
+// past its window holds a message while the answer to its credit question
+// is on its way (retried whenever a frame reaches it, as progress would),
+// else sends it as a data-less RNDV, whose CTS and FRAG are counted, not
+// simulated.
+class Incast {
+  public:
+    static constexpr int kMsgs = 8;
+    static constexpr std::size_t kBytes = 2048;
+    static constexpr Micros kLatency = 5;
 
-    struct Sender {
-        std::unique_ptr<Engine> engine;
-        PeerId to = 0;
-        std::uint16_t seq = 0;
-        Sink sink;
-    };
-    std::vector<Sender> senders(kSenders);
-    Config scfg;
-    scfg.unexpected_limit = rcfg.unexpected_limit * 2 / job_size;
-    for (std::uint32_t s = 0; s < kSenders; ++s) {
-        Sender& x = senders[s];
-        x.engine = std::make_unique<Engine>(scfg, plugin::common::NullLogSink::instance());
-        x.engine->add_peer({kJob, s});
-        x.to = x.engine->add_peer({kJob, me});
-        x.engine->add_comm(kCid, {x.to, x.to}, x.sink);  // only the window matters here
+    // 1,000 senders (999 in a job of 1,000: the receiver is the last rank).
+    explicit Incast(std::uint32_t job_size)
+        : job_size_(job_size), me_(job_size - 1), senders_(std::min(1000u, job_size - 1)) {
+        nodes_.reserve(senders_ + 1);
+        // Senders know themselves and the receiver; their limit is scaled to
+        // give the window a process of a job of job_size has.
+        Config scfg;
+        scfg.unexpected_limit = Config{}.unexpected_limit * 2 / job_size;
+        for (std::uint32_t s = 0; s < senders_; ++s) {
+            auto& n = add_node(scfg, s);
+            n.rel->engine().add_peer({kJob, s});
+            n.to = n.rel->engine().add_peer({kJob, me_});
+            n.rel->engine().set_local({kJob, s});
+            n.rel->engine().add_comm(kCid, {n.to, n.to}, n.sink);
+        }
+        auto& rx = add_node(Config{}, me_);
+        std::vector<PeerId> remote;
+        remote.reserve(job_size);
+        for (std::uint32_t p = 0; p < job_size; ++p)
+            remote.push_back(rx.rel->engine().add_peer({kJob, p}));
+        rx.rel->engine().set_local({kJob, me_});
+        rx.rel->engine().add_comm(kCid, remote, rx.sink);
+        Handle h = 1;
+        for (std::uint32_t s = 0; s < senders_; ++s)
+            for (int i = 0; i < kMsgs; ++i)
+                (void)rx.rel->engine().post_recv(kCid, h++, static_cast<std::int32_t>(s), 1,
+                                                 rx.sink);
     }
-    // The receiver posted every receive.
-    Handle h = 1;
-    for (std::uint32_t s = 0; s < kSenders; ++s)
-        for (int i = 0; i < kMsgs; ++i)
-            (void)rx.post_recv(kCid, h++, static_cast<std::int32_t>(s), 1, rsink);
 
-    // Each sender sends its messages back to back, one per microsecond (an
-    // eager send completes locally at once); frames take 5 us each way.
-    std::uint64_t eager = 0, rndv = 0, credit_frames = 0;
-    const std::vector<std::uint8_t> payload(kBytes, 0x5A);
-    auto arrive = [&](std::vector<std::uint8_t> f) {
-        rx.on_frame(f, rsink);
-        for (const auto& [peer, total] : rsink.credits) {
+    void run() {
+        for (int i = 0; i < kMsgs; ++i)
+            for (std::uint32_t s = 0; s < senders_; ++s)
+                sim_.schedule(static_cast<Micros>(i), [this, s] {
+                    Node& n = *nodes_[s];
+                    n.waiting.push_back(n.next_seq++);
+                    progress(n);
+                });
+        (void)sim_.run_until_idle();
+    }
+
+    void print() const {
+        const double msgs = static_cast<double>(senders_) * kMsgs;
+        const Node& rx = *nodes_.back();
+        const double frames = static_cast<double>(eager_ + 3 * rndv_ + credit_frames_);
+        std::printf(
+            "%7u ranks: incast of %u senders x %d x %zu B: eager window %llu B, %.0f%% eager, "
+            "%.3f credit frames/msg, %.3f frames/msg (ACKs not counted; %.3f ACKs/msg), "
+            "%llu matched, done at %lld us\n",
+            job_size_, senders_, kMsgs, kBytes,
+            static_cast<unsigned long long>(nodes_[0]->rel->engine().eager_window()),
+            100.0 * static_cast<double>(eager_) / msgs, static_cast<double>(credit_frames_) / msgs,
+            frames / msgs, static_cast<double>(acks_) / msgs,
+            static_cast<unsigned long long>(rx.sink.matched), static_cast<long long>(last_match_));
+    }
+
+  private:
+    struct Node;
+    struct Port final : ChannelOutput {
+        Incast* net = nullptr;
+        Node* node = nullptr;
+        void offer_paths(PeerId, std::vector<PathOffer>& out) override {
+            out.push_back({0, false});
+        }
+        bool transmit(PeerId peer, PathId, FrameRef ref, bool retransmit) override {
+            std::vector<std::uint8_t> f = node->store.at(ref.token);
+            const std::uint32_t ack = node->rel->channel().ack_seq(peer);
+            (void)stamp(f, ref.seq, ack, retransmit ? kFlagRetransmit : 0);
+            node->rel->channel().ack_carried(peer, ack);
+            net->count_transmit(f, retransmit);
+            net->deliver(*node, peer, std::move(f));
+            return true;  // the "BTL" is done with it at once
+        }
+        void send_ack(PeerId peer, PathId, const AckInfo& a) override {
+            AckHdr h;
+            h.common.type = FrameType::Ack;
+            h.common.flags = a.credit_answer ? kFlagCreditAnswer : 0;
+            h.common.ack_seq = a.cum_seq;
+            h.sack_base = a.sack_base;
+            h.sack_mask = a.sack_mask;
+            h.max_ack_delay = static_cast<std::uint32_t>(a.max_delay);
+            h.released_total = a.released_total;
+            ++net->acks_;
+            control(peer, h);
+        }
+        void send_nack(PeerId peer, PathId, std::uint32_t seq) override {
+            NackHdr h;
+            h.common.type = FrameType::Nack;
+            h.seq = seq;
+            control(peer, h);
+        }
+        void send_probe(PeerId peer, PathId, std::uint32_t id, bool reply) override {
+            ProbeHdr h;
+            h.common.type = reply ? FrameType::ProbeAck : FrameType::Probe;
+            h.probe_id = id;
+            h.reply = reply;
+            control(peer, h);
+        }
+        void send_bye(PeerId, PathId) override {}
+        void path_failed(PeerId, PathId) override {}
+        void peer_dead(PeerId) override {}
+        void acked(PeerId, FrameToken token) override { node->store.erase(token); }
+        void abandoned(PeerId, FrameToken token) override { node->store.erase(token); }
+        template <class Hdr>
+        void control(PeerId peer, Hdr h) {
+            h.common.src_jobid = kJob;
+            h.common.src_vpid = node->vpid;
+            if constexpr (!std::is_same_v<Hdr, AckHdr>)
+                h.common.ack_seq = node->rel->channel().ack_seq(peer);
+            net->deliver(*node, peer, frame_of(h));
+        }
+    };
+    struct Node {
+        std::uint32_t vpid = 0;
+        Port port;
+        std::unique_ptr<ReliableEngine> rel;
+        Sink sink;
+        PeerId to = 0;                      // sender: the receiver
+        std::uint16_t next_seq = 0;         // sender: msg_seq of its next message
+        std::deque<std::uint16_t> waiting;  // sender: messages not sent yet
+        std::map<FrameToken, std::vector<std::uint8_t>> store;  // frames until acked
+        FrameToken next_token = 1;
+    };
+
+    Node& add_node(const Config& cfg, std::uint32_t vpid) {
+        auto n = std::make_unique<Node>();
+        n->vpid = vpid;
+        n->port.net = this;
+        n->port.node = n.get();
+        n->rel =
+            std::make_unique<ReliableEngine>(cfg, n->port, plugin::common::NullLogSink::instance());
+        sim_.add_engine(*n->rel);
+        nodes_.push_back(std::move(n));
+        return *nodes_.back();
+    }
+    // Node of the process with `vpid` (senders from 0, the receiver last).
+    Node& node_of(std::uint32_t vpid) { return vpid == me_ ? *nodes_.back() : *nodes_[vpid]; }
+    std::uint32_t vpid_of(const Node& from, PeerId peer) const {
+        return from.vpid == me_ ? static_cast<std::uint32_t>(peer) : me_;
+    }
+
+    void deliver(Node& from, PeerId peer, std::vector<std::uint8_t> f) {
+        const std::uint32_t dst = vpid_of(from, peer);
+        sim_.schedule_after(kLatency, [this, dst, f = std::move(f)] {
+            Node& n = node_of(dst);
+            (void)n.rel->on_frame(f, n.sink, 0, sim_.now());
+            if (n.rel->batches_due())
+                n.rel->settle_batches();
+            if (dst == me_)
+                after_receive(n);
+            else
+                progress(n);
+        });
+    }
+
+    void count_transmit(std::span<const std::uint8_t> f, bool retransmit) {
+        if (retransmit) {
+            ++retransmits_;
+            return;
+        }
+        const auto type = static_cast<FrameType>(f[1]);
+        if (type == FrameType::Credit)
+            ++credit_frames_;
+    }
+
+    // A sender's progress: its waiting messages, in order, as the glue's
+    // deferred sends.
+    void progress(Node& n) {
+        while (!n.waiting.empty()) {
+            const EagerGrant g = n.rel->grant_eager(n.to, kBytes);
+            if (g == EagerGrant::Wait)
+                return;
+            const std::uint16_t seq = n.waiting.front();
+            n.waiting.pop_front();
+            std::vector<std::uint8_t> f;
+            if (g == EagerGrant::NoRoom) {
+                RndvHdr h;
+                h.common.type = FrameType::Rndv;
+                h.common.flags = kFlagCreditStarved;
+                h.common.src_jobid = kJob;
+                h.common.src_vpid = n.vpid;
+                h.match = MatchFields{kCid, static_cast<std::int32_t>(n.vpid), 1, seq, 0, 0};
+                h.msg_len = kBytes;
+                h.send_req = 1u + seq;
+                f = frame_of(h);
+                ++rndv_;
+            } else {
+                const std::vector<std::uint8_t> payload(kBytes, 0x5A);
+                MatchHdr h = pml_dr_test::match_hdr(
+                    kJob, n.vpid, kCid, static_cast<std::int32_t>(n.vpid), 1, seq, payload, false);
+                if (g == EagerGrant::SendAndAsk)
+                    h.common.flags =
+                        static_cast<std::uint16_t>(h.common.flags | kFlagCreditStarved);
+                f = frame_of(h, payload);
+                ++eager_;
+            }
+            submit(n, n.to, std::move(f));
+        }
+    }
+
+    void submit(Node& n, PeerId peer, std::vector<std::uint8_t> f) {
+        const FrameToken token = n.next_token++;
+        const std::size_t bytes = f.size();
+        n.store.emplace(token, std::move(f));
+        if (!n.rel->channel().submit(peer, token, sim_.now(), bytes).ok())
+            std::abort();  // the window (256 frames) holds every message here
+    }
+
+    // The receiver: CREDIT frames its engine asked for.
+    void after_receive(Node& rx) {
+        if (rx.sink.matched > matched_seen_) {
+            matched_seen_ = rx.sink.matched;
+            last_match_ = sim_.now();
+        }
+        for (const auto& [peer, total] : rx.sink.credits) {
             CreditHdr c;
             c.common.type = FrameType::Credit;
             c.common.src_jobid = kJob;
-            c.common.src_vpid = me;
+            c.common.src_vpid = me_;
             c.released_total = total;
-            ++credit_frames;
-            const PeerId to = peer;
-            sim.schedule_after(kLatency, [&senders, to, f = frame_of(c)] {
-                senders[to].engine->on_frame(f, senders[to].sink);
-            });
+            submit(rx, peer, frame_of(c));
         }
-        rsink.credits.clear();
-    };
-    for (int i = 0; i < kMsgs; ++i) {
-        for (std::uint32_t s = 0; s < kSenders; ++s) {
-            sim.schedule(static_cast<Micros>(i), [&, s] {
-                Sender& x = senders[s];
-                const std::uint16_t seq = x.seq++;
-                const bool fits = x.engine->try_charge_eager(x.to, kBytes);
-                // Past the window: a data-less RNDV, then its CTS and a FRAG
-                // (only the RNDV is simulated; the other two are counted).
-                (fits ? eager : rndv) += 1;
-                auto f = match_frame(
-                    kJob, s, kCid, static_cast<std::int32_t>(s), 1, seq,
-                    fits ? std::span<const std::uint8_t>(payload) : std::span<const std::uint8_t>(),
-                    false);
-                sim.schedule_after(kLatency,
-                                   [&arrive, f = std::move(f)]() mutable { arrive(std::move(f)); });
-            });
-        }
+        rx.sink.credits.clear();
     }
-    (void)sim.run_until_idle();
-    const double msgs = static_cast<double>(kSenders) * kMsgs;
-    const double frames = static_cast<double>(eager + 3 * rndv + credit_frames);
-    std::printf(
-        "%7u ranks: incast of %u senders x %d x %zu B: eager window %llu B, %.0f%% "
-        "eager, %.3f credit frames/msg, %.3f frames/msg (ACKs not counted)\n",
-        job_size, kSenders, kMsgs, kBytes,
-        static_cast<unsigned long long>(senders[0].engine->eager_window()),
-        100.0 * static_cast<double>(eager) / msgs, static_cast<double>(credit_frames) / msgs,
-        frames / msgs);
+
+    sim::Simulator sim_;
+    std::uint32_t job_size_;
+    std::uint32_t me_;
+    std::uint32_t senders_;
+    std::vector<std::unique_ptr<Node>> nodes_;
+    std::uint64_t eager_ = 0, rndv_ = 0, credit_frames_ = 0, acks_ = 0, retransmits_ = 0;
+    std::uint64_t matched_seen_ = 0;
+    Micros last_match_ = 0;
+};
+
+void incast(std::uint32_t job_size) {
+    Incast run(job_size);
+    run.run();
+    run.print();
 }
 
 }  // namespace

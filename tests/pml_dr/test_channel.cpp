@@ -331,10 +331,47 @@ TEST(ChannelReceiver, AckNowIsNotCoalesced) {
     r.add_path(kPeer, kP1);
     EXPECT_EQ(r.on_data(kPeer, kP1, 1, 0), Verdict::Deliver);
     EXPECT_TRUE(out.acks.empty());  // waits for more or for ack_delay
-    EXPECT_EQ(r.on_data(kPeer, kP1, 2, 1, 0, true), Verdict::Deliver);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 2, 1, 0, AckTiming::Now), Verdict::Deliver);
     ASSERT_EQ(out.acks.size(), 1u);  // the flagged frame is acknowledged at once, with 1
     EXPECT_EQ(out.acks[0].ack.cum_seq, 2u);
     EXPECT_EQ(r.exact_deadline(), kNever);  // nothing left owed
+}
+
+// A credit-starved frame: its ACK waits for the engine's answer, even when
+// ack_every is reached, and that ACK is marked as the answer and carries
+// the credit as it is when the ACK leaves.
+TEST(ChannelReceiver, HeldAckGoesWithTheCreditAnswer) {
+    struct Credit : AckCredit {
+        std::uint64_t released = 0;
+        std::uint64_t report_credit(PeerId) override { return released; }
+    } credit;
+    Rec out;
+    ReliableChannel r(test_params(), out);  // ack_every 4, ack_delay 100
+    r.set_ack_credit(&credit);
+    r.add_peer(kPeer);
+    r.add_path(kPeer, kP1);
+    for (std::uint32_t seq = 1; seq <= 3; ++seq)
+        EXPECT_EQ(r.on_data(kPeer, kP1, seq, 0), Verdict::Deliver);
+    EXPECT_EQ(r.on_data(kPeer, kP1, 4, 1, 0, AckTiming::Held), Verdict::Deliver);
+    EXPECT_TRUE(out.acks.empty());  // the fourth, but held
+    credit.released = 2048;         // the engine took it
+    r.answer_credit(kPeer, 2);
+    ASSERT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(out.acks[0].ack.cum_seq, 4u);
+    EXPECT_TRUE(out.acks[0].ack.credit_answer);
+    EXPECT_EQ(out.acks[0].ack.released_total, 2048u);
+    EXPECT_EQ(r.exact_deadline(), kNever);  // nothing left owed
+
+    // Unanswered (the engine dropped the frame), ack_delay still bounds it;
+    // an ACK that is not an answer is not marked.
+    EXPECT_EQ(r.on_data(kPeer, kP1, 5, 10, 0, AckTiming::Held), Verdict::Deliver);
+    EXPECT_EQ(out.acks.size(), 1u);
+    EXPECT_EQ(r.exact_deadline(), 110);
+    r.on_timer(110);
+    ASSERT_EQ(out.acks.size(), 2u);
+    EXPECT_EQ(out.acks[1].ack.cum_seq, 5u);
+    EXPECT_FALSE(out.acks[1].ack.credit_answer);
+    EXPECT_EQ(out.acks[1].ack.released_total, 2048u);
 }
 
 TEST(ChannelReceiver, FlushAcksSendsWhatIsOwedNow) {

@@ -52,18 +52,20 @@ TEST(ChannelLazy, NothingForAPeerUntilItIsFirstSentTo) {
 TEST(ChannelLazy, AFirstArrivalMakesTheSendersState) {
     LazyChannel c;
     const std::uint32_t first = test_params().first_seq;
-    EXPECT_EQ(c.ch.on_sequenced(5, kP1, first, first - 1, 10, 100, false), Verdict::Deliver);
+    EXPECT_EQ(c.ch.on_sequenced(5, kP1, first, first - 1, 10, 100, AckTiming::Delayed),
+              Verdict::Deliver);
     EXPECT_TRUE(c.ch.has_peer(5));
     EXPECT_EQ(c.ch.ack_seq(5), first);
     // A duplicate is known as one.
-    EXPECT_EQ(c.ch.on_sequenced(5, kP1, first, first - 1, 11, 100, false), Verdict::Duplicate);
+    EXPECT_EQ(c.ch.on_sequenced(5, kP1, first, first - 1, 11, 100, AckTiming::Delayed),
+              Verdict::Duplicate);
 }
 
 TEST(ChannelLazy, APeerNothingIsOfferedForStaysUnknown) {
     LazyChannel c;
     c.out.offers.clear();
     EXPECT_EQ(c.ch.submit(4, 1, 0, 100).status, SubmitStatus::UnknownPeer);
-    EXPECT_EQ(c.ch.on_sequenced(4, kP1, 1, 0, 0, 100, false), Verdict::Drop);
+    EXPECT_EQ(c.ch.on_sequenced(4, kP1, 1, 0, 0, 100, AckTiming::Delayed), Verdict::Drop);
     EXPECT_FALSE(c.ch.ensure_peer(4));
     EXPECT_FALSE(c.ch.has_peer(4));
     EXPECT_EQ(c.ch.peer_state(4), PeerState::Dead);  // unknown peers read as dead

@@ -86,6 +86,8 @@ struct Sink : EngineSink {
     void on_match(Handle, const MessageInfo&, std::span<const std::uint8_t>) override { ++matches; }
     void on_cts(Handle, PeerId, const CtsHdr&) override { ++ctss; }
     void on_frag(Handle, PeerId, std::uint64_t, std::span<const std::uint8_t>) override { ++frags; }
+    std::vector<std::uint64_t> credits;  // CREDIT frames asked for (released totals)
+    void on_credit(PeerId, std::uint64_t total) override { credits.push_back(total); }
 };
 
 struct Gate : FrameGate {
@@ -119,6 +121,8 @@ struct Gate : FrameGate {
     void on_damaged(PeerId, std::uint64_t, std::uint32_t seq) override { damaged.push_back(seq); }
     std::vector<std::uint64_t> byes;  // paths a BYE came in on
     void on_bye(PeerId, std::uint64_t path) override { byes.push_back(path); }
+    std::vector<PeerId> answers;  // answer_credit() calls
+    void answer_credit(PeerId peer) override { answers.push_back(peer); }
 };
 
 class GateTest : public ::testing::Test {
@@ -154,6 +158,69 @@ TEST_F(GateTest, AdmittedFramesAreProcessedRefusedOnesCounted) {
     // Every sequenced frame's ack_seq reaches the gate before it is admitted,
     // also that of a refused one (its acknowledgement is true all the same).
     EXPECT_EQ(gate.carried, (std::vector<std::uint32_t>{101, 102}));
+}
+
+// With a reliability layer, credit reports ride on ACK frames: an arriving
+// frame's release waits for the ACK owed for it, a starved frame is answered
+// at once, a later release worth a quarter window asks for an ACK now. A
+// peer that sends over trusted local paths (no ACKs) gets CREDIT frames.
+TEST(GateCredit, ReportsRideOnAcksExceptForTrustedLocalPeers) {
+    Config cfg;
+    cfg.unexpected_limit = 4096;  // two peers: a window of 2048, batches of 512
+    plugin::common::NullLogSink log;
+    Engine e{cfg, log};
+    const PeerId pa = e.add_peer({kJob, 0});
+    const PeerId pb = e.add_peer({kJob, 1});
+    Gate gate;
+    e.set_gate(&gate);
+    Sink sink;
+    e.add_comm(kCid, {pa, pb}, sink);
+    auto frame = [](std::uint16_t msg_seq, std::size_t bytes, std::uint16_t flags,
+                    std::uint32_t seq) {
+        const auto payload = pattern(bytes, 1, msg_seq);
+        MatchHdr h = match_hdr(kJob, 1, kCid, 1, 5, msg_seq, payload);
+        h.common.flags = static_cast<std::uint16_t>(h.common.flags | flags);
+        auto f = frame_of(h, payload);
+        EXPECT_TRUE(stamp(f, seq, 0, 0).has_value());
+        return f;
+    };
+    // Starved, matched on arrival: answered now, by ACK.
+    EXPECT_EQ(e.post_recv(kCid, 10, 1, 5, sink), nullptr);
+    e.on_frame(frame(0, 1000, kFlagCreditStarved, 1), sink, 3);
+    EXPECT_EQ(sink.matches, 1);
+    EXPECT_EQ(gate.answers, (std::vector<PeerId>{pb}));
+    EXPECT_EQ(e.report_credit(pb), 1000u);  // what that ACK carries
+    // Not starved, unexpected: nothing now (its owed ACK reports later).
+    e.on_frame(frame(1, 1000, 0, 2), sink, 3);
+    EXPECT_EQ(gate.answers.size(), 1u);
+    // Released by a posted receive, past a quarter window: an ACK now.
+    EXPECT_NE(e.post_recv(kCid, 11, 1, 5, sink), nullptr);
+    EXPECT_EQ(gate.answers.size(), 2u);
+    EXPECT_EQ(e.report_credit(pb), 2000u);
+    EXPECT_TRUE(sink.credits.empty());
+
+    // A peer whose LOCAL_MATCH frames we take: CREDIT frames, as without a gate.
+    e.set_trust(pb, LocalTrust::Accept);
+    e.on_frame(frame(2, 1000, 0, 3), sink, 3);
+    EXPECT_NE(e.post_recv(kCid, 12, 1, 5, sink), nullptr);
+    EXPECT_EQ(sink.credits, (std::vector<std::uint64_t>{3000}));
+    EXPECT_EQ(gate.answers.size(), 2u);
+    // ... but a starved frame (it came through the gate) is answered by ACK.
+    e.on_frame(frame(3, 1000, kFlagCreditStarved, 4), sink, 3);
+    EXPECT_EQ(gate.answers.size(), 3u);
+}
+
+// Without a gate (no ACKs to answer in) a sender never asks.
+TEST(GateCredit, AGatelessSenderNeverAsks) {
+    Config cfg;
+    cfg.unexpected_limit = 4096;
+    plugin::common::NullLogSink log;
+    Engine e{cfg, log};
+    (void)e.add_peer({kJob, 0});
+    const PeerId pb = e.add_peer({kJob, 1});
+    EXPECT_EQ(e.grant_eager(pb, 1500), EagerGrant::Send);
+    EXPECT_EQ(e.grant_eager(pb, 1500), EagerGrant::NoRoom);
+    EXPECT_FALSE(e.waits_for_credit(pb));
 }
 
 TEST_F(GateTest, AcksGoToTheGateOnly) {

@@ -103,7 +103,7 @@ TEST(PmlDrWire, HeaderSizes) {
     EXPECT_EQ(header_size(FrameType::Rndv), 72u);
     EXPECT_EQ(header_size(FrameType::Cts), 56u);
     EXPECT_EQ(header_size(FrameType::Frag), 48u);
-    EXPECT_EQ(header_size(FrameType::Ack), 44u);
+    EXPECT_EQ(header_size(FrameType::Ack), 52u);
     EXPECT_EQ(header_size(FrameType::Credit), 32u);
     EXPECT_EQ(header_size(FrameType::Nack), 32u);
     EXPECT_EQ(header_size(static_cast<FrameType>(0)), 0u);
@@ -391,7 +391,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
 
     // Laid out by hand from the diagram in wire.hpp, hdr_crc as zero.
     std::vector<std::uint8_t> want = {
-        0x05, 0x01, 0x00, 0x05,  // version 5, type MATCH, flags csum|retransmit
+        0x06, 0x01, 0x00, 0x05,  // version 6, type MATCH, flags csum|retransmit
         0x00, 0x00, 0x00, 0x00,  // hdr_crc (filled below)
         0x01, 0x02, 0x03, 0x04,  // src_jobid
         0x0A, 0x0B, 0x0C, 0x0D,  // src_vpid
@@ -406,7 +406,7 @@ TEST(PmlDrWire, GoldenMatchHeader) {
     };
     ASSERT_EQ(want.size(), kMatchHeaderSize);
     const std::uint32_t hdr_crc = ref_crc32c(want);
-    EXPECT_EQ(hdr_crc, 0x2438D204u);  // computed independently of the library
+    EXPECT_EQ(hdr_crc, 0x0043F508u);  // computed independently of the library
     put_be32(std::span(want).subspan(4, 4), hdr_crc);
 
     std::array<std::uint8_t, kMatchHeaderSize> got{};
@@ -686,8 +686,7 @@ TEST(PmlDrWire, RndvPayloadLongerThanMessageRejected) {
 TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
     Samples s;
     for (const std::uint16_t flag :
-         {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget}, std::uint16_t{kFlagCreditStarved},
-          std::uint16_t{kFlagDataCsum}}) {
+         {std::uint16_t{kFlagSync}, std::uint16_t{kFlagRget}, std::uint16_t{kFlagDataCsum}}) {
         auto m = s.match;
         m.common.flags = static_cast<std::uint16_t>(m.common.flags | flag);
         EXPECT_EQ(error_of(frame_of(m, s.payload)), ErrorCode::BadField) << flag;
@@ -710,6 +709,47 @@ TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
         r.common.flags = static_cast<std::uint16_t>(r.common.flags | flag);
         EXPECT_TRUE(decode(frame_of(r, s.payload)).has_value()) << flag;
     }
+}
+
+// Credit-starved: MATCH and RNDV only; credit-answer: ACK only.
+TEST(PmlDrWire, CreditFlagsOnTheirFramesOnly) {
+    Samples s;
+    auto m = s.match;
+    m.common.flags = static_cast<std::uint16_t>(m.common.flags | kFlagCreditStarved);
+    const auto mf = frame_of(m, s.payload);
+    EXPECT_TRUE(decode(mf).has_value());
+    MatchHdr fast;
+    EXPECT_TRUE(decode_match(mf, fast));
+    EXPECT_EQ(fast.common.flags & kFlagCreditStarved, kFlagCreditStarved);
+    auto a = s.ack;
+    a.common.flags = kFlagCreditAnswer;
+    a.released_total = 1u << 20;
+    const auto d = decode(frame_of(a));
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(std::get<AckHdr>(d->header).released_total, 1u << 20);
+    EXPECT_EQ(std::get<AckHdr>(d->header).common.flags, kFlagCreditAnswer);
+
+    a.common.flags = kFlagCreditStarved;
+    EXPECT_EQ(error_of(frame_of(a)), ErrorCode::BadField);
+    for (const std::uint16_t flag :
+         {std::uint16_t{kFlagCreditStarved}, std::uint16_t{kFlagCreditAnswer}}) {
+        auto c = s.cts;
+        c.common.flags = flag;
+        EXPECT_EQ(error_of(frame_of(c)), ErrorCode::BadField) << flag;
+        auto f = s.frag;
+        f.common.flags = static_cast<std::uint16_t>(f.common.flags | flag);
+        EXPECT_EQ(error_of(frame_of(f, s.payload)), ErrorCode::BadField) << flag;
+        auto cr = s.credit;
+        cr.common.flags = flag;
+        EXPECT_EQ(error_of(frame_of(cr)), ErrorCode::BadField) << flag;
+    }
+    m.common.flags = static_cast<std::uint16_t>(s.match.common.flags | kFlagCreditAnswer);
+    const auto answered_match = frame_of(m, s.payload);
+    EXPECT_EQ(error_of(answered_match), ErrorCode::BadField);
+    EXPECT_FALSE(decode_match(answered_match, fast));
+    auto r = s.rndv;
+    r.common.flags = static_cast<std::uint16_t>(r.common.flags | kFlagCreditAnswer);
+    EXPECT_EQ(error_of(frame_of(r, s.payload)), ErrorCode::BadField);
 }
 
 TEST(PmlDrWire, RndvRgetRules) {
@@ -896,17 +936,20 @@ TEST(PmlDrWire, AckCarriesItsTiming) {
     h.sack_mask = 0x5;
     h.ack_delay = 123;
     h.max_ack_delay = 200;
+    h.released_total = 0x0102'0304'0506'0708ull;
     std::array<std::uint8_t, kAckHeaderSize> buf{};
     ASSERT_TRUE(encode(h, buf).has_value());
-    // The two timing fields follow the selective part, big-endian.
+    // The two timing fields follow the selective part, then the credit
+    // report, big-endian.
     EXPECT_EQ((std::vector<std::uint8_t>(buf.begin() + 36, buf.end())),
-              (std::vector<std::uint8_t>{0, 0, 0, 123, 0, 0, 0, 200}));
+              (std::vector<std::uint8_t>{0, 0, 0, 123, 0, 0, 0, 200, 1, 2, 3, 4, 5, 6, 7, 8}));
     auto d = decode(buf);
     ASSERT_TRUE(d.has_value());
     const auto& a = std::get<AckHdr>(d->header);
     EXPECT_EQ(a.ack_delay, 123u);
     EXPECT_EQ(a.max_ack_delay, 200u);
     EXPECT_EQ(a.sack_mask, 0x5u);
+    EXPECT_EQ(a.released_total, h.released_total);
 }
 
 TEST(PmlDrWire, ProbeRoundTripAndHostileProbes) {

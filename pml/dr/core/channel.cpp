@@ -408,8 +408,12 @@ void ReliableChannel::drain_outputs() {
                 break;
             }
             case Kind::Ack:
-                if (may_send(o.peer))
-                    out_.send_ack(o.peer, o.path, o.ack);
+                if (may_send(o.peer)) {
+                    AckInfo ack = o.ack;  // the credit as it is when the ACK leaves
+                    if (ack_credit_ != nullptr)
+                        ack.released_total = ack_credit_->report_credit(o.peer);
+                    out_.send_ack(o.peer, o.path, ack);
+                }
                 break;
             case Kind::Nack:
                 if (may_send(o.peer))

@@ -97,7 +97,8 @@
 //     data frame leaves with the current one and nothing arrived out of order,
 //     no ACK frame is owed (request/reply traffic sends no ACK frames).
 //   - ACKs coalesce: after `ack_every` delivered frames or `ack_delay` after
-//     the first unacked one, at once for a frame the sender marked ack_now
+//     the first unacked one, at once for a frame the sender marked ack_now,
+//     right after the engine took it for a credit-starved one (answer_credit)
 //     and for the first arrival past a gap (the sender resends the hole
 //     without waiting); one ACK per vfrag that saw arrivals above cum (a
 //     bare cumulative ACK when there is none); sent on the path the latest
@@ -156,7 +157,26 @@ struct AckInfo {
     // (a data frame's ack_seq) have neither.
     Micros delay = 0;
     Micros max_delay = 0;
+    // The engine's eager-credit report for the peer (AckCredit), filled in
+    // when the ACK goes out; credit_answer: sent by answer_credit().
+    std::uint64_t released_total = 0;
+    bool credit_answer = false;
     friend bool operator==(const AckInfo&, const AckInfo&) = default;
+};
+
+// When a delivered frame is acknowledged: coalesced (ack_every, ack_delay),
+// at once (the sender waits on it), or held for answer_credit() (the
+// engine's answer to a credit-starved frame, which must follow its
+// delivery; ack_delay still bounds it).
+enum class AckTiming : std::uint8_t { Delayed, Now, Held };
+
+// What ACK frames carry besides acknowledgements: the eager-credit report
+// of the engine (ReliableEngine wires it in). Read as each ACK goes out.
+class AckCredit {
+  public:
+    virtual ~AckCredit() = default;
+    // Cumulative eager bytes of `peer` released; now reported to it.
+    virtual std::uint64_t report_credit(PeerId peer) = 0;
 };
 
 enum class Verdict : std::uint8_t {
@@ -477,14 +497,19 @@ class ReliableChannel {
     void on_probe_ack(PeerId peer, PathId path, std::uint32_t id, Micros now);
 
     // --- receiver: a data frame with `seq` arrived intact on `path`.
-    // ack_now: the sender waits on this frame's ACK (the last frame of a
-    // request): acknowledge it at once instead of coalescing.
+    // timing: see AckTiming (Now: the sender waits on this frame's ACK, the
+    // last frame of a request).
     Verdict on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now, std::size_t bytes = 0,
-                    bool ack_now = false);
+                    AckTiming timing = AckTiming::Delayed);
     // on_carried_ack(ack_seq) then on_data(seq), with one peer lookup: the
     // receive path of every sequenced frame.
     Verdict on_sequenced(PeerId peer, PathId path, std::uint32_t seq, std::uint32_t ack_seq,
-                         Micros now, std::size_t bytes, bool ack_now);
+                         Micros now, std::size_t bytes, AckTiming timing);
+    // The engine took a frame flagged credit-starved (delivered with
+    // AckTiming::Held): acknowledge now, the ACK marked as the answer.
+    void answer_credit(PeerId peer, Micros now);
+    // Where ACKs get their eager-credit report (nullptr: they carry 0).
+    void set_ack_credit(AckCredit* credit) noexcept { ack_credit_ = credit; }
     // The ack_seq a frame to `peer` carries now: every seq up to it arrived.
     [[nodiscard]] std::uint32_t ack_seq(PeerId peer) const noexcept;
     // A frame carrying ack_seq() went to `peer`: when that is all an ACK
@@ -593,6 +618,7 @@ class ReliableChannel {
     ChannelParams params_;
     recovery::Params recovery_;  // from params_
     ChannelOutput& out_;
+    AckCredit* ack_credit_ = nullptr;
     plugin::common::LogSink& log_;
     bool trace_ = false;  // log_ at Trace, read once: frames' transitions test it
     std::vector<std::unique_ptr<Peer>> peers_;    // indexed by PeerId

@@ -3,8 +3,12 @@
 namespace pml::dr::core {
 
 bool ChannelGate::admit(PeerId peer, std::uint64_t path, const Common& c, std::size_t frame_bytes) {
-    if (ch_.on_sequenced(peer, path, c.frame_seq, c.ack_seq, now_, frame_bytes,
-                         (c.flags & kFlagAckNow) != 0) != Verdict::Deliver)
+    // A credit-starved frame's ACK waits for the engine's answer (answer_credit).
+    const AckTiming timing = (c.flags & kFlagCreditStarved) != 0 ? AckTiming::Held
+                             : (c.flags & kFlagAckNow) != 0      ? AckTiming::Now
+                                                                 : AckTiming::Delayed;
+    if (ch_.on_sequenced(peer, path, c.frame_seq, c.ack_seq, now_, frame_bytes, timing) !=
+        Verdict::Deliver)
         return false;
     ++admitted_;
     return true;
@@ -38,6 +42,10 @@ void ChannelGate::on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bo
 
 void ChannelGate::on_bye(PeerId peer, std::uint64_t path) {
     ch_.on_bye(peer, path, now_);
+}
+
+void ChannelGate::answer_credit(PeerId peer) {
+    ch_.answer_credit(peer, now_);
 }
 
 void ChannelGate::on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) {

@@ -27,6 +27,7 @@ class ChannelGate : public FrameGate {
     void on_probe(PeerId peer, std::uint64_t path, std::uint32_t id, bool reply) override;
     void on_bye(PeerId peer, std::uint64_t path) override;
     void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) override;
+    void answer_credit(PeerId peer) override;
 
     // Sequenced frames admitted as first arrivals, ever.
     [[nodiscard]] std::uint64_t admitted() const noexcept { return admitted_; }

@@ -324,11 +324,12 @@ struct ReliableChannel::Ops {
     static bool arrived(const Ch& ch, const Peer& p, std::uint32_t s) noexcept;
     static void carried(Ch& ch, Peer& p, std::uint32_t ack_seq, Micros now);
     static Verdict data(Ch& ch, Peer& p, PathId path, std::uint32_t seq, Micros now,
-                        std::size_t bytes, bool ack_now);
+                        std::size_t bytes, AckTiming timing);
     // A first arrival's accounting and ACK scheduling, once rx_cum covers it.
-    static Verdict delivered(Ch& ch, Peer& p, Micros now, std::size_t bytes, bool ack_now);
+    static Verdict delivered(Ch& ch, Peer& p, Micros now, std::size_t bytes, AckTiming timing);
     static void mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micros now);
-    static void flush_acks(Ch& ch, Peer& p, Micros now);
+    // credit_answer: the ACK answers a credit-starved frame (answer_credit).
+    static void flush_acks(Ch& ch, Peer& p, Micros now, bool credit_answer = false);
 };
 
 }  // namespace pml::dr::core

@@ -64,7 +64,7 @@ void ReliableChannel::Ops::mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micr
     p.dirty.push_back(vfrag);
 }
 
-void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
+void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now, bool credit_answer) {
     p.ack_due = kNever;
     p.rx_unacked = 0;
     // Back on the path the data came on, unless we declared it failed.
@@ -90,6 +90,7 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now) {
         o.ack = a;
         o.ack.delay = delay;
         o.ack.max_delay = ch.params_.ack_delay;
+        o.ack.credit_answer = credit_answer;
         ch.queue_.push_back(o);
         ++p.counters.acks_sent;
         if (slot != kNoSlot)
@@ -216,25 +217,34 @@ void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Mi
 }
 
 Verdict ReliableChannel::on_data(PeerId peer, PathId path, std::uint32_t seq, Micros now,
-                                 std::size_t bytes, bool ack_now) {
+                                 std::size_t bytes, AckTiming timing) {
     Peer* p = touch(peer);
     if (p == nullptr)
         return Verdict::Drop;
-    return Ops::data(*this, *p, path, seq, now, bytes, ack_now);
+    return Ops::data(*this, *p, path, seq, now, bytes, timing);
 }
 
 Verdict ReliableChannel::on_sequenced(PeerId peer, PathId path, std::uint32_t seq,
                                       std::uint32_t ack_seq, Micros now, std::size_t bytes,
-                                      bool ack_now) {
+                                      AckTiming timing) {
     Peer* p = touch(peer);
     if (p == nullptr)
         return Verdict::Drop;
     Ops::carried(*this, *p, ack_seq, now);
-    return Ops::data(*this, *p, path, seq, now, bytes, ack_now);
+    return Ops::data(*this, *p, path, seq, now, bytes, timing);
+}
+
+void ReliableChannel::answer_credit(PeerId peer, Micros now) {
+    Peer* p = find(peer);
+    if (p == nullptr || p->state == PeerState::Dead)
+        return;
+    Ops::flush_acks(*this, *p, now, true);
+    reschedule(peer);
+    flush_outputs();
 }
 
 Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t seq, Micros now,
-                                   std::size_t bytes, bool ack_now) {
+                                   std::size_t bytes, AckTiming timing) {
     if (p.state == PeerState::Dead)
         return Verdict::Drop;
     // The usual arrival: the next seq, on the path the peer used last, with
@@ -243,7 +253,7 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
     if (seq == static_cast<std::uint32_t>(p.rx_cum + 1u) && seq != 0 && p.rx_ahead == 0 &&
         path == p.ack_path) {
         p.rx_cum = seq == ~std::uint32_t{0} ? 0 : seq;
-        return delivered(ch, p, now, bytes, ack_now);
+        return delivered(ch, p, now, bytes, timing);
     }
     if (seq == 0) {
         ++p.counters.bad_seq;
@@ -285,15 +295,16 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
         // The first arrival past a gap is acknowledged at once, as TCP
         // answers out-of-order data: its selective ACK lets the sender
         // resend the hole now instead of after ack_every frames or ack_delay.
-        ack_now = ack_now || p.rx_ahead == 0;
+        if (timing == AckTiming::Delayed && p.rx_ahead == 0)
+            timing = AckTiming::Now;
         ++p.rx_ahead;
     }
     rx_advance(ch, p);
-    return delivered(ch, p, now, bytes, ack_now);
+    return delivered(ch, p, now, bytes, timing);
 }
 
 Verdict ReliableChannel::Ops::delivered(Ch& ch, Peer& p, Micros now, std::size_t bytes,
-                                        bool ack_now) {
+                                        AckTiming timing) {
     ++p.counters.frames_delivered;
     p.counters.bytes_delivered += bytes;
     mark_active(ch, p);
@@ -304,7 +315,9 @@ Verdict ReliableChannel::Ops::delivered(Ch& ch, Peer& p, Micros now, std::size_t
         ++pa.counters.frames_received;
         pa.counters.bytes_received += bytes;
     }
-    if (++p.rx_unacked >= ch.params_.ack_every || ack_now) {
+    ++p.rx_unacked;
+    if (timing == AckTiming::Now ||
+        (timing == AckTiming::Delayed && p.rx_unacked >= ch.params_.ack_every)) {
         flush_acks(ch, p, now);  // only clears deadlines
     } else if (p.ack_due == kNever) {
         p.ack_due = add_saturating(now, ch.params_.ack_delay);

@@ -134,7 +134,7 @@ void Engine::del_comm(std::uint32_t cid, EngineSink& sink) {
     // their senders get the eager credit back.
     c->matcher.for_each_held([&](const Unexpected& u) {
         held_bytes_ -= std::min(held_bytes_, u.data.size());
-        release_eager(u.info.peer, u.data.size(), false, sink);
+        release_eager(u.info.peer, u.data.size(), false, false, sink);
     });
     comms_[cid].reset();
 }
@@ -163,7 +163,7 @@ UnexpectedPtr Engine::take_unexpected(std::uint32_t cid, std::int32_t src, std::
 
 void Engine::release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept {
     held_bytes_ -= std::min(held_bytes_, msg.data.size());
-    release_eager(msg.info.peer, msg.data.size(), false, sink);
+    release_eager(msg.info.peer, msg.data.size(), false, false, sink);
 }
 
 bool Engine::try_charge_eager(PeerId peer, std::uint64_t bytes, bool force) noexcept {
@@ -177,6 +177,60 @@ bool Engine::try_charge_eager(PeerId peer, std::uint64_t bytes, bool force) noex
     return true;
 }
 
+std::string_view to_string(EagerGrant g) noexcept {
+    switch (g) {
+        case EagerGrant::Send:
+            return "send";
+        case EagerGrant::SendAndAsk:
+            return "send-and-ask";
+        case EagerGrant::Wait:
+            return "wait";
+        case EagerGrant::NoRoom:
+            return "no-room";
+    }
+    return "?";
+}
+
+EagerGrant Engine::grant_eager(PeerId peer, std::uint64_t bytes) noexcept {
+    if (peer >= flow_.size())
+        return EagerGrant::NoRoom;
+    PeerFlow& f = flow_[peer];
+    const std::uint64_t outstanding = f.eager_sent - f.released_by_peer;
+    const std::uint64_t window = eager_window();
+    if (outstanding + bytes > window)
+        return waits_for_credit(peer) ? EagerGrant::Wait : EagerGrant::NoRoom;
+    f.eager_sent += bytes;
+    // Only an ACK can carry the answer: the full protocol, a live peer.
+    const bool may_ask = gate_ != nullptr && !sends_local(peer) && !peer_dead(peer);
+    if (!may_ask || waits_for_credit(peer) || window - outstanding - bytes >= bytes)
+        return EagerGrant::Send;
+    if (asking_.size() < flow_.size())
+        asking_.resize(flow_.size(), 0);
+    asking_[peer] = 1;
+    return EagerGrant::SendAndAsk;
+}
+
+std::uint64_t Engine::report_credit(PeerId peer) noexcept {
+    if (peer >= flow_.size())
+        return 0;
+    PeerFlow& f = flow_[peer];
+    f.reported = f.released;
+    return f.released;
+}
+
+void Engine::take_credit(PeerId peer, std::uint64_t released_total, bool answer) noexcept {
+    if (peer >= flow_.size())
+        return;
+    PeerFlow& f = flow_[peer];
+    if (released_total > f.eager_sent) {
+        ++rx_.bad_credit;  // releases more than we ever sent: ignore it
+        return;
+    }
+    f.released_by_peer = std::max(f.released_by_peer, released_total);
+    if (answer)
+        end_wait(peer);
+}
+
 void Engine::uncharge_eager(PeerId peer, std::uint64_t bytes) noexcept {
     if (peer >= flow_.size())
         return;
@@ -188,15 +242,31 @@ const PeerFlow* Engine::flow(PeerId peer) const noexcept {
     return peer < flow_.size() ? &flow_[peer] : nullptr;
 }
 
-void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, EngineSink& sink) {
+void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool on_arrival,
+                           EngineSink& sink) {
     if (peer >= flow_.size())
         return;
     PeerFlow& f = flow_[peer];
     f.released += bytes;
+    // A starved frame came through the gate, which holds its ACK for this:
+    // the answer goes now and carries the release.
+    if (starved && gate_ != nullptr) {
+        gate_->answer_credit(peer);
+        return;
+    }
     const std::uint64_t unreported = f.released - f.reported;
-    // Report in batches of a quarter window; at once when the sender says it
-    // is starved (it then sends only data-less RNDVs until we do).
-    if (unreported == 0 || (!starved && unreported < eager_window() / 4))
+    const bool batch_due = unreported > 0 && unreported >= eager_window() / 4;
+    if (gate_ != nullptr && !accepts_local(peer)) {
+        // The full protocol: ACK frames carry our reports. The one owed for
+        // an arriving frame will; a later release (a receive was posted)
+        // large enough to matter goes in an ACK now.
+        if (!on_arrival && batch_due)
+            gate_->answer_credit(peer);
+        return;
+    }
+    // Trusted local paths (no ACKs) or no reliability layer: CREDIT frames,
+    // in batches of a quarter window, at once when the sender is starved.
+    if (unreported == 0 || (!starved && !batch_due))
         return;
     f.reported = f.released;
     sink.on_credit(peer, f.released);
@@ -330,6 +400,7 @@ void Engine::dispatch(std::span<const std::uint8_t> frame, EngineSink& sink, std
 // The channel's own frames go to the gate (their carried ack first); a data
 // frame is not the gate's (false): it is admitted, then taken.
 bool Engine::to_gate(const AckHdr& h, PeerId peer, std::uint64_t path) {
+    take_credit(peer, h.released_total, (h.common.flags & kFlagCreditAnswer) != 0);
     gate_->on_ack(peer, path, h);
     return true;
 }
@@ -402,12 +473,7 @@ void Engine::take(const FragHdr& h, const Arrival& a) {
 }
 
 void Engine::take(const CreditHdr& h, const Arrival& a) {
-    PeerFlow& fl = flow_[a.peer];
-    if (h.released_total > fl.eager_sent) {
-        ++rx_.bad_credit;  // releases more than we ever sent: ignore it
-        return;
-    }
-    fl.released_by_peer = std::max(fl.released_by_peer, h.released_total);
+    take_credit(a.peer, h.released_total, false);
 }
 
 void Engine::park(std::uint32_t cid, std::uint64_t path, std::span<const std::uint8_t> head,
@@ -542,7 +608,7 @@ void Engine::arrive(Comm& comm, PeerId peer, const MatchFields& m, const RndvHdr
     }
     held_peak_ = std::max(held_peak_, held_bytes_);
     const std::uint64_t released = payload.size() + held_before - held_bytes_;
-    release_eager(peer, released, (flags & kFlagCreditStarved) != 0, sink);
+    release_eager(peer, released, (flags & kFlagCreditStarved) != 0, true, sink);
 }
 
 }  // namespace pml::dr::core

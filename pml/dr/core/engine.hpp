@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -84,7 +85,7 @@ struct RxCounters {
     std::uint64_t duplicates = 0;
     std::uint64_t pending_unknown_comm = 0;  // parked until the communicator exists
     std::uint64_t dropped_unknown_comm = 0;  // parked past the limit
-    std::uint64_t bad_credit = 0;            // CREDIT releasing more than we ever sent
+    std::uint64_t bad_credit = 0;            // credit report releasing more than we ever sent
     std::uint64_t over_limit = 0;            // sender ignored flow control; store full
     std::uint64_t not_admitted = 0;          // the gate refused it (duplicate, outside window)
     std::uint64_t local_frames = 0;          // LOCAL_MATCH frames passed to matching
@@ -95,7 +96,22 @@ struct RxCounters {
 // bytes of eager payload (MATCH data, RNDV first chunks) that the receiver has
 // not yet released from its unexpected store; past that it sends RNDVs
 // without data, which cost the receiver only a header. The receiver reports
-// cumulative releases in CREDIT frames.
+// cumulative releases in every ACK frame and, where no ACK would carry them
+// soon (trusted local paths, releases when a receive is posted), in CREDIT
+// frames. Over the full protocol a sender whose window would not hold
+// another message like the one it sends flags that frame credit-starved;
+// the receiver acknowledges it right after taking it, and until that answer
+// arrives messages that do not fit wait instead of going as RNDVs: with many
+// senders to one receiver a window of one message keeps them eager.
+enum class EagerGrant : std::uint8_t {
+    Send,        // charged: send it eagerly
+    SendAndAsk,  // charged; flag the frame kFlagCreditStarved (what is left
+                 // would not hold another such message)
+    Wait,        // no room, but an answer is on its way: hold the message
+    NoRoom,      // no room: send it without data (an RNDV, flagged starved)
+};
+std::string_view to_string(EagerGrant g) noexcept;
+
 struct PeerFlow {
     std::uint64_t eager_sent = 0;        // sender: charged bytes, ever
     std::uint64_t released_by_peer = 0;  // sender: the peer's latest cumulative report
@@ -173,8 +189,25 @@ class Engine {
     // Charges `bytes` of eager payload to `peer`; false (nothing charged) when
     // the window is full, unless `force` (for the few bytes of an RGET handle).
     bool try_charge_eager(PeerId peer, std::uint64_t bytes, bool force = false) noexcept;
+    // The full protocol's choice for an eager message of `bytes` (see
+    // EagerGrant); Send and SendAndAsk charged it. A peer served by trusted
+    // local paths (no ACKs to answer) or a gate-less engine never asks.
+    EagerGrant grant_eager(PeerId peer, std::uint64_t bytes) noexcept;
+    // Whether a question to `peer` awaits its answer; end_wait() stops
+    // waiting for it (ReliableEngine: nothing is in flight to the peer, so
+    // the answering ACK was lost and will not come again).
+    [[nodiscard]] bool waits_for_credit(PeerId peer) const noexcept {
+        return peer < asking_.size() && asking_[peer] != 0;
+    }
+    void end_wait(PeerId peer) noexcept {
+        if (peer < asking_.size())
+            asking_[peer] = 0;
+    }
     // Gives back a charge whose frame did not go out (or went out shorter).
     void uncharge_eager(PeerId peer, std::uint64_t bytes) noexcept;
+    // Receiver: the cumulative releases of `peer`'s eager bytes, now
+    // reported (an ACK frame carries them).
+    std::uint64_t report_credit(PeerId peer) noexcept;
     [[nodiscard]] const PeerFlow* flow(PeerId peer) const noexcept;
 
     // --- request ids for rendezvous traffic
@@ -302,8 +335,14 @@ class Engine {
     void count_decode_error(const plugin::common::Error& e) noexcept;
     [[nodiscard]] bool source_dead_slow(std::uint32_t cid, std::int32_t src) const noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
-    // Receiver: `bytes` of `peer`'s eager payload left our store.
-    void release_eager(PeerId peer, std::uint64_t bytes, bool starved, EngineSink& sink);
+    // Receiver: `bytes` of `peer`'s eager payload left our store, on the
+    // arrival of the frame that brought them (an ACK is owed for it) or
+    // later (a receive was posted); starved: that frame asked for an answer.
+    void release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool on_arrival,
+                       EngineSink& sink);
+    // Sender: a credit report (CREDIT, or an ACK's; answer: it answers our
+    // credit-starved frame).
+    void take_credit(PeerId peer, std::uint64_t released_total, bool answer) noexcept;
 
     Config config_;
     plugin::common::LogSink& log_;
@@ -315,6 +354,7 @@ class Engine {
     bool has_local_ = false;
     std::uint64_t eager_window_;  // unexpected_limit / peers (at least one)
     std::vector<PeerFlow> flow_;
+    std::vector<std::uint8_t> asking_;  // by PeerId: 1 while a credit question is out (lazy)
     std::unordered_map<PeerName, PeerId, NameHash> peer_ids_;
     static constexpr PeerId kNoPeer = ~PeerId{0};
     static constexpr std::uint32_t kMaxDirectVpids = 1u << 20;  // bounds by_vpid_

@@ -40,6 +40,10 @@ class FrameGate {
     // Frame `seq` from `peer` arrived with an intact header and a damaged
     // payload (it was counted and dropped).
     virtual void on_damaged(PeerId peer, std::uint64_t path, std::uint32_t seq) = 0;
+    // The engine took an admitted frame flagged kFlagCreditStarved (its
+    // release is counted): acknowledge it now, marked as the answer, with
+    // the credit report.
+    virtual void answer_credit(PeerId peer) = 0;
 };
 
 }  // namespace pml::dr::core

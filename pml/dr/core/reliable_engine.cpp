@@ -10,10 +10,20 @@ ReliableEngine::ReliableEngine(const Config& config, const ChannelParams& params
                                ChannelOutput& transport, plugin::common::LogSink& log)
     : engine_(config, log), channel_(params, transport, log), gate_(channel_, now_) {
     engine_.set_gate(&gate_);
+    channel_.set_ack_credit(this);
 }
 
 ReliableEngine::~ReliableEngine() {
+    channel_.set_ack_credit(nullptr);
     engine_.set_gate(nullptr);
+}
+
+EagerGrant ReliableEngine::grant_eager(PeerId peer, std::uint64_t bytes) noexcept {
+    const EagerGrant g = engine_.grant_eager(peer, bytes);
+    if (g != EagerGrant::Wait || channel_.unacked(peer) != 0)
+        return g;
+    engine_.end_wait(peer);
+    return engine_.grant_eager(peer, bytes);
 }
 
 bool ReliableEngine::on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, PathId path,

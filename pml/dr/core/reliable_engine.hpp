@@ -22,7 +22,7 @@
 
 namespace pml::dr::core {
 
-class ReliableEngine {
+class ReliableEngine : private AckCredit {
   public:
     // The channel's parameters from `config` (channel_params()), or given
     // whole (simulations that set what Config does not carry).
@@ -46,6 +46,12 @@ class ReliableEngine {
     // there) and dispatched. True when it was a sequenced frame taken for
     // the first time (not a duplicate, not damaged, not refused).
     bool on_frame(std::span<const std::uint8_t> frame, EngineSink& sink, PathId path, Micros now);
+
+    // --- eager flow control: Engine::grant_eager, except that a wait for an
+    // answer ends when nothing is in flight to the peer any more (the
+    // answering ACK was lost and what it acknowledged was acknowledged
+    // otherwise: no ACK will answer again).
+    EagerGrant grant_eager(PeerId peer, std::uint64_t bytes) noexcept;
 
     // --- time
     // The timer the glue armed for next_deadline() fired (or progress saw
@@ -75,6 +81,8 @@ class ReliableEngine {
     void remove_all_peers();
 
   private:
+    std::uint64_t report_credit(PeerId peer) override { return engine_.report_credit(peer); }
+
     Micros now_ = 0;  // the time of the current entry, read by the gate
     Engine engine_;
     ReliableChannel channel_;

@@ -195,7 +195,8 @@ std::uint32_t ack_seq_of(std::span<const std::uint8_t> header) noexcept {
 
 bool decode_match(std::span<const std::uint8_t> frame, MatchHdr& out) noexcept {
     // The checks of decode_header_into() for this one type, in one pass.
-    constexpr std::uint16_t kMatchFlags = kFlagPayloadCsum | kFlagRetransmit | kFlagAckNow;
+    constexpr std::uint16_t kMatchFlags =
+        kFlagPayloadCsum | kFlagRetransmit | kFlagAckNow | kFlagCreditStarved;
     if (frame.size() < kMatchHeaderSize || frame[0] != kWireVersion ||
         frame[1] != static_cast<std::uint8_t>(FrameType::Match))
         return false;
@@ -316,6 +317,7 @@ Result<std::size_t> encode(const AckHdr& h, std::span<std::uint8_t> out) noexcep
         w.put(h.sack_mask);
         w.put(h.ack_delay);
         w.put(h.max_ack_delay);
+        w.put(h.released_total);
     });
 }
 
@@ -476,6 +478,7 @@ void decode_ack_fields(FixedReader& r, TypeCheck& t, Header& out) {
     h.sack_mask = r.u64();
     h.ack_delay = r.u32();
     h.max_ack_delay = r.u32();
+    h.released_total = r.u64();
     out = h;
     if (t.payload != 0)
         t.reject(Error(ErrorCode::BadLength, "ACK carries no payload"));
@@ -561,6 +564,10 @@ Result<void> decode_header_into(std::span<const std::uint8_t> bytes, std::size_t
         return fail(ErrorCode::BadField, "RNDV-only flag on another frame type");
     if ((c.flags & kFlagPutDone) != 0 && type != FrameType::Frag)
         return fail(ErrorCode::BadField, "PUT-done flag on a frame other than FRAG");
+    if ((c.flags & kFlagCreditStarved) != 0 && type != FrameType::Match && type != FrameType::Rndv)
+        return fail(ErrorCode::BadField, "credit-starved flag on a frame other than MATCH, RNDV");
+    if ((c.flags & kFlagCreditAnswer) != 0 && type != FrameType::Ack)
+        return fail(ErrorCode::BadField, "credit-answer flag on a frame other than ACK");
     if ((c.flags & kFlagPayloadCsum) != 0 && type != FrameType::Match && type != FrameType::Rndv &&
         type != FrameType::Frag)
         return fail(ErrorCode::BadField, "payload checksum flag on a frame without payload");

@@ -54,13 +54,17 @@
 //   | released_total (u64: eager payload bytes of the receiver's peer that left
 //   |                  its unexpected store, ever; cumulative so loss and
 //   |                  duplication are harmless) |
-// ACK: channel acknowledgement: the common ack_seq, a selective part and the
-//   receiver's ACK timing. +20:
+// ACK: channel acknowledgement: the common ack_seq, a selective part, the
+//   receiver's ACK timing and its eager-credit report. +28:
 //   | sack_base (u32) | sack_mask (u64) | ack_delay (u32) | max_ack_delay (u32) |
+//   | released_total (u64, as CREDIT's) |
 //   bit i of sack_mask set: seq sack_base + i arrived intact. ack_delay: how
 //   long (us) the receiver held this ACK after the latest arrival it covers;
 //   max_ack_delay: its bound on that (us), which the sender adds to its probe
-//   timeout. Both saturate at 2^32 - 1.
+//   timeout. Both saturate at 2^32 - 1. kFlagCreditAnswer: sent right after
+//   the receiver took a frame flagged kFlagCreditStarved, so released_total
+//   includes that frame's release (the sender waits for this answer before
+//   choosing between eager and RNDV for what did not fit).
 // NACK: frame `seq` arrived with an intact header but a damaged payload;
 //   resend it now rather than at the ACK timeout. +8:
 //   | seq (u32) | reserved (u32, zero) |
@@ -95,7 +99,7 @@
 
 namespace pml::dr::core {
 
-inline constexpr std::uint8_t kWireVersion = 5;
+inline constexpr std::uint8_t kWireVersion = 6;
 
 enum class FrameType : std::uint8_t {
     Match = 1,
@@ -119,16 +123,16 @@ enum FrameFlags : std::uint16_t {
     kFlagSync = 0x0002,           // RNDV of a synchronous send: CTS doubles as the match ack
     kFlagRetransmit = 0x0004,     // frame is a resend (statistics only)
     kFlagRget = 0x0008,           // RNDV: payload is a registration handle (see above)
-    kFlagCreditStarved = 0x0010,  // RNDV: sender is out of eager credit; report releases now
+    kFlagCreditStarved = 0x0010,  // MATCH, RNDV: the sender is short of eager credit; answer now
     kFlagAckNow = 0x0020,         // a request waits for this frame's ACK: do not delay it
     kFlagPutDone = 0x0040,        // FRAG without payload: the PUT's writes are complete
     kFlagDataCsum = 0x0080,       // RGET RNDV: the payload ends with the data's CRC32C
+    kFlagCreditAnswer = 0x0100,   // ACK: answers a frame flagged kFlagCreditStarved
 };
 inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCsum | kFlagSync | kFlagRetransmit |
                                              kFlagRget | kFlagCreditStarved | kFlagAckNow |
-                                             kFlagPutDone | kFlagDataCsum;
-inline constexpr std::uint16_t kRndvOnlyFlags =
-    kFlagSync | kFlagRget | kFlagCreditStarved | kFlagDataCsum;
+                                             kFlagPutDone | kFlagDataCsum | kFlagCreditAnswer;
+inline constexpr std::uint16_t kRndvOnlyFlags = kFlagSync | kFlagRget | kFlagDataCsum;
 // Bytes kFlagDataCsum adds at the end of an RGET RNDV's payload.
 inline constexpr std::size_t kDataCsumSize = 4;
 
@@ -137,7 +141,7 @@ inline constexpr std::size_t kMatchHeaderSize = kCommonHeaderSize + 24;
 inline constexpr std::size_t kRndvHeaderSize = kCommonHeaderSize + 48;
 inline constexpr std::size_t kCtsHeaderSize = kCommonHeaderSize + 32;
 inline constexpr std::size_t kFragHeaderSize = kCommonHeaderSize + 24;
-inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 20;
+inline constexpr std::size_t kAckHeaderSize = kCommonHeaderSize + 28;
 inline constexpr std::size_t kCreditHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kNackHeaderSize = kCommonHeaderSize + 8;
 inline constexpr std::size_t kPutHeaderSize = kCommonHeaderSize + 40;
@@ -201,6 +205,8 @@ struct AckHdr {
     std::uint64_t sack_mask = 0;
     std::uint32_t ack_delay = 0;      // us
     std::uint32_t max_ack_delay = 0;  // us
+    // The receiver's eager-credit report, as a CREDIT frame's (see CreditHdr).
+    std::uint64_t released_total = 0;
 };
 
 struct CreditHdr {

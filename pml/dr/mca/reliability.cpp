@@ -440,13 +440,14 @@ void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
 
 void Glue::send_ack(PeerId peer, PathId path, const core::AckInfo& ack) {
     core::AckHdr h;
-    h.common = make_common(peer, 0);
+    h.common = make_common(peer, ack.credit_answer ? core::kFlagCreditAnswer : 0);
     h.common.type = core::FrameType::Ack;
     h.common.ack_seq = ack.cum_seq;
     h.sack_base = ack.sack_base;
     h.sack_mask = ack.sack_mask;
     h.ack_delay = saturate_u32(ack.delay);
     h.max_ack_delay = saturate_u32(ack.max_delay);
+    h.released_total = ack.released_total;
     std::uint8_t buf[core::kAckHeaderSize];
     (void)core::encode(h, buf);
     send_unsequenced(peer, path, buf, sizeof buf);

@@ -433,9 +433,18 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
     const core::PeerId peer = r->peer;
     // A retry after running out of resources keeps the protocol chosen first
     // (an RNDV already has its wire id and expects a CTS).
-    if (!r->rndv && !sync && btl_eager > core::kMatchHeaderSize &&
-        size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize) &&
-        eng.try_charge_eager(r->peer, size)) {
+    const bool eager_sized =
+        !r->rndv && !sync && btl_eager > core::kMatchHeaderSize &&
+        size <= std::min(s.config.eager_limit, btl_eager - core::kMatchHeaderSize);
+    const core::EagerGrant grant =
+        eager_sized ? s.reliable->grant_eager(peer, size) : core::EagerGrant::NoRoom;
+    // Our credit question's answer is on its way in an ACK: retried from
+    // progress until it came (or nothing is in flight any more).
+    if (grant == core::EagerGrant::Wait)
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (grant == core::EagerGrant::Send || grant == core::EagerGrant::SendAndAsk) {
+        const std::uint16_t ask =
+            grant == core::EagerGrant::SendAndAsk ? core::kFlagCreditStarved : 0;
         std::size_t len = size;
         FrameOpts opts;
         opts.copy = true;  // the send completes (MPI) before the peer acknowledges
@@ -444,12 +453,14 @@ int send_first_frame(SendRequest* r, std::uint16_t seq) noexcept {
             r, bb, core::kMatchHeaderSize, 0, len, opts,
             [&](std::span<std::uint8_t> out, bool csum, std::uint32_t crc, std::size_t sent) {
                 core::MatchHdr h;
-                h.common = make_common(r->peer, csum_flag(csum));
+                h.common = make_common(r->peer, static_cast<std::uint16_t>(csum_flag(csum) | ask));
                 h.match = match_fields(r, seq, sent, crc);
                 (void)core::encode(h, out);
             });
         if (rc != OMPI_SUCCESS) {
             eng.uncharge_eager(peer, size);
+            if (ask != 0)
+                eng.end_wait(peer);
             return rc;
         }
         eng.uncharge_eager(peer, size - len);

@@ -117,15 +117,20 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     } else {
         sf->bytes.resize(core::kMatchHeaderSize);
     }
-    if (!engine().try_charge_eager(peer, size)) {
+    // Past the eager window the request path decides (wait for the
+    // answer to our credit question, or RNDV).
+    const core::EagerGrant grant = state().reliable->grant_eager(peer, size);
+    if (grant != core::EagerGrant::Send && grant != core::EagerGrant::SendAndAsk) {
         discard_frame(sf);
         return OMPI_ERR_NOT_AVAILABLE;
     }
+    const bool ask = grant == core::EagerGrant::SendAndAsk;
     std::uint8_t* frame = sf->bytes.data();
     if (csum && !crc_done)
         crc = plugin::common::crc32c(frame + core::kMatchHeaderSize, size);
     core::MatchHdr h;
-    h.common = make_common(peer, csum_flag(csum));
+    h.common = make_common(
+        peer, static_cast<std::uint16_t>(csum_flag(csum) | (ask ? core::kFlagCreditStarved : 0)));
     h.common.frame_seq = sf->encoded_seq = next_seq(peer);
     h.match.cid = plugin::common::local_cid(comm);
     h.match.src_rank = comm->c_my_rank;
@@ -139,6 +144,8 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
         engine().uncharge_eager(peer, size);
+        if (ask)
+            engine().end_wait(peer);
         return OMPI_ERR_NOT_AVAILABLE;  // the request path tries again (or reports the error)
     }
     if (!handed)  // not released either: sf is alive
