@@ -413,6 +413,23 @@ def test_a_rank_computing_outside_mpi_is_not_declared_dead(mpi, btl):
 
 
 @pytest.mark.mpi_timeout(120)
+@pytest.mark.parametrize("btl", ["self,tcp", "self,drtcp", "self,vader"])
+def test_quiet_peers_rest_and_wake_where_they_left_off(mpi, btl):
+    """Ranks 0 and 1 exchange, then both sit in MPI with nothing between them
+    for 1.3 s, longer than the channel's idle period: each puts the other to
+    rest (its state shrinks to a rest record), and the next round's messages
+    wake it and carry on both sequences, intact, nothing resent. Over vader
+    at defaults the ranks' messages take trusted local paths, which keep no
+    channel state; the full protocol is what this checks there."""
+    mca = dr(btl, pml_dr_stats=1)
+    if btl == "self,vader":
+        mca["pml_dr_trust_local"] = 0
+    c = expect_ok(mpi.run("rest_wake", np=3, mca=mca), "rest_wake ok")
+    assert c.get("rests", 0) >= 4 and c.get("wakes", 0) >= 4, c
+    assert c.get("abandoned", 0) == 0 and c.get("paths_lost", 0) == 0, c
+
+
+@pytest.mark.mpi_timeout(120)
 def test_counters_are_mpi_t_pvars(mpi):
     """Per-peer counters bound to a communicator (one value per rank), and the
     process-wide checksum counter, read through MPI_T while faults are injected."""

@@ -10,7 +10,8 @@
 //   - bytes per idle peer (known, never talked to; its rank in one
 //     communicator reported apart);
 //   - bytes per active peer (more, once one frame went to it: the channel's
-//     state for the peer, its path and its send window);
+//     state for the peer, its path and its send window), and once it was
+//     quiet for the idle period (the peer at rest: its rest record);
 //   - finalize's flush of ACKs with 1,000 peers active: the peers it visits;
 //   - an MPI_ANY_SOURCE receive with nothing queued: the sources the matcher
 //     visited, and the wall time of post + cancel (the only timed figure);

@@ -126,18 +126,25 @@ struct RunStats {
     std::uint64_t asked = 0;       // frames flagged credit-starved
     std::uint64_t waited = 0;      // sends held for an answer
     std::uint64_t rendezvous = 0;  // data-less RNDVs (no room)
+    // resting variant
+    std::uint64_t rests = 0;
+    std::uint64_t wakes = 0;
 };
 
 class SimRun {
   public:
-    enum class Mode { Ordered, Lossy, LossyCreditLimited };
+    // LossyResting: traffic in bursts with quiet gaps longer than the
+    // channel's idle period, so peers rest and wake between them; both links
+    // stay up (a failed path keeps a peer awake).
+    enum class Mode { Ordered, Lossy, LossyCreditLimited, LossyResting };
     SimRun(std::uint64_t seed, int nodes, std::uint32_t msgs_per_node, Mode mode = Mode::Ordered)
         : rng_(seed * 0x9E3779B97F4A7C15ull + 1),
           net_(sim_, nodes, 2),
           n_(nodes),
           lossy_(mode != Mode::Ordered),
           credit_limited_(mode == Mode::LossyCreditLimited),
-          lazy_(lossy_ && seed % 4 >= 2) {
+          resting_(mode == Mode::LossyResting),
+          lazy_(resting_ || (lossy_ && seed % 4 >= 2)) {
         sim::LinkParams fast;  // TCP-like, with reorder faults
         fast.latency = 5;
         sim::LinkParams slow;  // a second rail: slower, unordered with jitter
@@ -151,13 +158,17 @@ class SimRun {
         sim::FaultRates rates;
         rates.reorder = 0.25;
         rates.max_reorder_delay = 300;
-        if (lossy_) {
+        if (lossy_ && !resting_) {
             rates.drop = 0.10;
             rates.corrupt = 0.05;
             rates.duplicate = 0.05;
             // Link 1 dies halfway; odd seeds: the BTL reports it, even: silence.
             plan.add_outage(sim::LinkOutage{sim::LinkSelector{1}, kSpan / 2, sim::kNever});
             plan.report_link_errors(seed % 2 == 1);
+        } else if (resting_) {
+            rates.drop = 0.05;
+            rates.corrupt = 0.02;
+            rates.duplicate = 0.02;
         }
         plan.set_all(rates);
         net_.set_fault_plan(std::move(plan));
@@ -292,6 +303,8 @@ class SimRun {
         p.ack_retries = 12;                           // a healthy path must not lose 13 in a row
         p.watchdog_timeout = 5 * plugin::common::kMillis;
         p.peer_dead_timeout = 5 * plugin::common::kSeconds;
+        if (resting_)
+            p.window_idle_release = kIdle;
         node.glue.run = this;
         node.glue.rank = r;
         return p;
@@ -343,7 +356,7 @@ class SimRun {
                 EXPECT_TRUE(node.credit_wait[static_cast<std::size_t>(peer)].empty());
                 const PeerCounters* c = node.ch().counters(static_cast<PeerId>(peer));
                 if (lazy_ && c == nullptr)
-                    continue;  // never talked to
+                    continue;  // never talked to, or resting
                 ASSERT_NE(c, nullptr);
                 EXPECT_EQ(c->bad_acks, 0u);
                 EXPECT_EQ(c->frames_abandoned, 0u);
@@ -353,6 +366,8 @@ class SimRun {
                 stats_.nacks += c->nacks_received;
                 stats_.failovers += c->failovers;
             }
+            stats_.rests += node.ch().rest_counters().rests;
+            stats_.wakes += node.ch().rest_counters().wakes;
         }
     }
 
@@ -361,6 +376,14 @@ class SimRun {
     }
     std::vector<Msg>& stream(int src, int dst) {
         return sent_[static_cast<std::size_t>(src * n_ + dst)];
+    }
+
+    // A time in [0, kSpan) as the plan draws it; the resting variant packs
+    // each kBurst of it into a burst followed by a quiet gap of kGap.
+    [[nodiscard]] sim::Micros when(std::uint64_t t) const {
+        if (!resting_)
+            return static_cast<sim::Micros>(t);
+        return static_cast<sim::Micros>(t / kBurst * (kBurst + kGap) + t % kBurst);
     }
 
     void plan_traffic(std::uint32_t msgs_per_node) {
@@ -375,7 +398,7 @@ class SimRun {
         for (int s = 0; s < n_; ++s) {
             std::vector<sim::Micros> times(msgs_per_node);
             for (auto& t : times)
-                t = static_cast<sim::Micros>(rng_.below(kSpan));
+                t = when(rng_.below(kSpan));
             std::sort(times.begin(), times.end());
             for (const sim::Micros t : times) {
                 int d = static_cast<int>(rng_.below(static_cast<std::uint64_t>(n_ - 1)));
@@ -423,8 +446,7 @@ class SimRun {
             for (std::size_t i = 0; i < wanted.size(); ++i) {
                 wanted[i].handle = i;
                 node.recvs.push_back(wanted[i]);
-                sim_.schedule(static_cast<sim::Micros>(rng_.below(kSpan)),
-                              [this, d, i] { post(d, i); });
+                sim_.schedule(when(rng_.below(kSpan)), [this, d, i] { post(d, i); });
             }
         }
     }
@@ -659,6 +681,10 @@ class SimRun {
     RunStats stats_;
     bool lossy_ = false;
     bool credit_limited_ = false;
+    bool resting_ = false;
+    static constexpr sim::Micros kBurst = 2'000;
+    static constexpr sim::Micros kGap = 20'000;  // past the PTO cap: retransmits end
+    static constexpr sim::Micros kIdle = 5'000;  // window_idle_release
     // Lossy runs of half the seeds make the channel's peers on first use
     // (offered both links), as the PML does; the others add them up front.
     bool lazy_ = false;
@@ -809,6 +835,32 @@ TEST(PmlDrSim, CreditLimitedSendersOverTheLossyNetwork) {
         static_cast<unsigned long long>(total.asked), static_cast<unsigned long long>(total.waited),
         static_cast<unsigned long long>(total.rendezvous),
         static_cast<unsigned long long>(total.retransmits));
+}
+
+// Bursts of traffic with quiet gaps on a lossy network: between bursts the
+// peers rest (their channel state reduced to its sequence numbers) and the
+// next burst wakes them; every message still arrives once, in MPI order.
+TEST(PmlDrSim, PeersRestBetweenBurstsAndWakeWhereTheyLeftOff) {
+    RunStats total;
+    sim::for_each_seed([&](std::uint64_t seed) {
+        const int nodes = 2 + static_cast<int>(seed % 3);
+        SimRun run(seed, nodes, 1200, SimRun::Mode::LossyResting);
+        run.execute();
+        const RunStats& s = run.stats();
+        EXPECT_GE(s.messages, 2400u);
+        EXPECT_GT(s.dropped, 0u);
+        total.messages += s.messages;
+        total.rests += s.rests;
+        total.wakes += s.wakes;
+        total.retransmits += s.retransmits;
+    });
+    EXPECT_GT(total.rests, 0u);
+    EXPECT_GT(total.wakes, 0u);
+    std::printf("resting: messages %llu, rests %llu, wakes %llu, retransmits %llu\n",
+                static_cast<unsigned long long>(total.messages),
+                static_cast<unsigned long long>(total.rests),
+                static_cast<unsigned long long>(total.wakes),
+                static_cast<unsigned long long>(total.retransmits));
 }
 
 }  // namespace

@@ -246,7 +246,7 @@ Micros ReliableChannel::Ops::deadline(const Ch& ch, const Peer& p) noexcept {
     }
     if (p.unacked > 0)
         d = std::min(d, dead_at(ch, p));
-    return std::min(d, window_release_at(ch, p));
+    return std::min({d, window_release_at(ch, p), rest_at(ch, p)});
 }
 
 // Nothing acknowledged for peer_dead_timeout while this process listened:
@@ -333,6 +333,9 @@ void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
         std::vector<TxFrame>().swap(p.window);
         ++p.counters.windows_released;
     }
+    // After this visit's outputs (an ACK it flushed needs the peer).
+    if (rest_at(ch, p) <= now)
+        ch.rest_due_.push_back(p.id);
 }
 
 // ---------------------------------------------------------------- public API
@@ -453,6 +456,7 @@ void ReliableChannel::add_peer(PeerId peer) {
     p->next_seq = p->una = params_.first_seq;
     p->cum_acked = p->carried = p->rx_cum = static_cast<std::uint32_t>(params_.first_seq - 1u);
     p->peer_max_ack_delay = params_.ack_delay;  // until its ACK frames say otherwise
+    Ops::wake(*this, *p);
     // No slots reserved: most peers have one path (issue 27: 8 reserved slots
     // were 1.3 KB per process of the job). Slots are addressed by index, never
     // held across add_path, so growing the vector moves nothing that matters.
@@ -460,6 +464,11 @@ void ReliableChannel::add_peer(PeerId peer) {
 }
 
 void ReliableChannel::remove_peer(PeerId peer) {
+    if (resting(peer)) {
+        if (resting_[peer]->listed_active)
+            std::erase(active_, peer);
+        resting_[peer].reset();
+    }
     Peer* p = find(peer);
     if (p == nullptr)
         return;
@@ -529,6 +538,7 @@ ReliableChannel::Peer* ReliableChannel::make_offered(PeerId peer) {
     if (offers.empty())
         return nullptr;
     add_peer(peer);
+    peers_[peer]->offered = true;
     // Paths the BML chose first: a standby path is one only beside another.
     std::stable_partition(offers.begin(), offers.end(),
                           [](const PathOffer& o) { return !o.standby; });
@@ -596,6 +606,7 @@ void ReliableChannel::on_timer(Micros now) {
         reschedule(id);
     }
     flush_outputs();
+    rest_due(now);
 }
 
 // ---------------------------------------------------------------- observation
@@ -606,7 +617,9 @@ bool ReliableChannel::has_peer(PeerId peer) const noexcept {
 
 PeerState ReliableChannel::peer_state(PeerId peer) const noexcept {
     const Peer* p = find(peer);
-    return p != nullptr ? p->state : PeerState::Dead;
+    if (p == nullptr)
+        return resting(peer) ? PeerState::Alive : PeerState::Dead;
+    return p->state;
 }
 
 PathState ReliableChannel::path_state(PeerId peer, PathId path) const noexcept {
@@ -668,7 +681,11 @@ std::size_t ReliableChannel::unacked(PeerId peer) const noexcept {
 std::size_t ReliableChannel::memory_bytes() const noexcept {
     // The per-call scratch (queue_, due_) and the timer index are left out:
     // they hold at most a few entries per peer and frame of the window.
-    std::size_t n = peers_.capacity() * sizeof(peers_[0]);
+    std::size_t n =
+        peers_.capacity() * sizeof(peers_[0]) + resting_.capacity() * sizeof(resting_[0]);
+    for (const auto& r : resting_)
+        if (r)
+            n += sizeof(Resting) + (r->all ? sizeof(PeerCounters) : 0);
     for (const auto& p : peers_) {
         if (!p)
             continue;

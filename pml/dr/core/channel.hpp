@@ -271,7 +271,8 @@ struct ChannelParams {
     Micros peer_dead_timeout = defaults::kPeerDeadTimeout;
     // A peer's send window (window x 40 B) is freed once nothing holds a slot
     // and nothing was sent or acknowledged for this long; the next submit
-    // allocates it again.
+    // allocates it again. A peer quiet both ways for this long, all of it
+    // acknowledged, its paths working, goes to rest (see ReliableChannel).
     Micros window_idle_release = 1 * plugin::common::kSeconds;
     unsigned max_paths = 8;       // per peer, 1..kMaxPathsPerPeer
     std::uint32_t first_seq = 1;  // != 0; both ends equal (tests start near the wrap)
@@ -354,6 +355,18 @@ struct PeerCounters {
     std::uint64_t acks_carried = 0;  // ACKs made unnecessary by a data frame's ack_seq
     std::uint64_t acks_unsent = 0;   // no usable path to send an ACK on
     std::uint64_t nacks_sent = 0;    // damaged arrivals reported at once
+
+    bool operator==(const PeerCounters&) const = default;
+};
+
+// How many peers went to rest and woke again (see ReliableChannel, resting
+// peers), and the counters of rested peers that their rest records do not
+// keep (what every healthy peer accrues: ACKs, acknowledged frames, ...):
+// per-peer counters plus these give the process's totals.
+struct RestCounters {
+    std::uint64_t rests = 0;
+    std::uint64_t wakes = 0;
+    PeerCounters folded;
 };
 
 // A path the glue offers for a peer the channel has no state for yet (see
@@ -414,6 +427,19 @@ class ReliableChannel {
     // output offers (ChannelOutput::offer_paths): a submit, an arrival from
     // it, a PROBE or damaged frame from it, a path of it removed, its death
     // declared, or ensure_peer().
+    //
+    // Resting peers: a peer made from the output's offer that talked to us
+    // and was quiet both ways for window_idle_release (everything
+    // acknowledged, no ACK owed, no path Suspect or Failed, no probe out,
+    // not leaving) gives up its state (about 900 B with one path, plus its
+    // window) for a rest record of 64 B: the sequence numbers of both
+    // directions and its counters (the traffic ones; all of them if it saw
+    // trouble; the routine ones are folded into rest_counters()). Its next
+    // use, a BYE from it or leave() makes its state again from the output's
+    // offer, carrying on its sequences; RTT estimates start over. Until then
+    // it reads as a peer without state (has_peer() false, no path, nothing
+    // unacknowledged) except for peer_state() (Alive), left() (false) and
+    // counters_of().
     void add_peer(PeerId peer);
     // The peer's state, made now from the output's offer if there is none
     // yet. False: unknown (nothing offered).
@@ -575,7 +601,14 @@ class ReliableChannel {
     // Whether new traffic should use `path`: Alive, or Suspect while the
     // peer has no Alive path.
     [[nodiscard]] bool path_preferred(PeerId peer, PathId path) const noexcept;
+    // The counters of a peer with state (nullptr: none; see counters_of).
     [[nodiscard]] const PeerCounters* counters(PeerId peer) const noexcept;
+    // Its counters, resting or not (zeros: unknown).
+    [[nodiscard]] PeerCounters counters_of(PeerId peer) const noexcept;
+    [[nodiscard]] bool resting(PeerId peer) const noexcept {
+        return peer < resting_.size() && resting_[peer] != nullptr;
+    }
+    [[nodiscard]] const RestCounters& rest_counters() const noexcept { return rest_counters_; }
     [[nodiscard]] const PathCounters* path_counters(PeerId peer, PathId path) const noexcept;
     [[nodiscard]] std::vector<PathId> paths(PeerId peer) const;
     // Paths to the peer not declared failed, standby ones included (0 for an
@@ -589,7 +622,8 @@ class ReliableChannel {
     [[nodiscard]] std::size_t memory_bytes() const noexcept;
 
   private:
-    struct Peer;  // per-peer state (channel.cpp)
+    struct Peer;     // per-peer state (channel_internal.hpp)
+    struct Resting;  // what a resting peer keeps (channel_internal.hpp)
     struct Output;
     struct Ops;  // the implementation's helpers (channel.cpp)
 
@@ -601,6 +635,17 @@ class ReliableChannel {
         return p != nullptr ? p : make_offered(peer);
     }
     Peer* make_offered(PeerId peer);
+    // find(), or a resting peer woken (leave, a BYE: not what an unknown
+    // peer's frames would make state for).
+    Peer* find_or_wake(PeerId peer) {
+        Peer* p = find(peer);
+        return p != nullptr || !resting(peer) ? p : make_offered(peer);
+    }
+    // Puts the peers fire() found due to rest to rest (channel_rest.cpp),
+    // once the outputs of that visit went.
+    void rest_due(Micros now);
+    void rest(Peer& p);
+    static PeerCounters rested_view(const Resting& r) noexcept;
     [[nodiscard]] const Peer* find(PeerId peer) const noexcept {
         return peer < peers_.size() ? peers_[peer].get() : nullptr;
     }
@@ -621,7 +666,10 @@ class ReliableChannel {
     AckCredit* ack_credit_ = nullptr;
     plugin::common::LogSink& log_;
     bool trace_ = false;  // log_ at Trace, read once: frames' transitions test it
-    std::vector<std::unique_ptr<Peer>> peers_;    // indexed by PeerId
+    std::vector<std::unique_ptr<Peer>> peers_;       // indexed by PeerId
+    std::vector<std::unique_ptr<Resting>> resting_;  // indexed by PeerId (rest records)
+    std::vector<PeerId> rest_due_;                   // scratch for on_timer
+    RestCounters rest_counters_;
     std::set<std::pair<Micros, PeerId>> timers_;  // one entry per peer with a deadline
     std::vector<Output> queue_;                   // outputs not yet handed to out_
     // acked() outputs of released frames, the most common output: handed

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backoff.hpp"
@@ -84,6 +85,7 @@ struct ReliableChannel::Peer {
     bool active = false;      // listed in active_ (see flush_acks); sits in padding
     bool talked = false;      // listed in talked_ (see leave)
     bool in_leaving = false;  // listed in leaving_
+    bool offered = false;     // made from the output's offer: it can be again (may rest)
     LeaveState leave = LeaveState::Staying;
     std::vector<PathSlot> paths;
     std::size_t rr = 0;  // round-robin cursor over paths
@@ -125,6 +127,22 @@ struct ReliableChannel::Peer {
     Micros rx_latest = 0;             // when the latest data frame was delivered (ACK delay)
     PathId ack_path = kAnyPath;       // where the latest data came from
     std::uint8_t ack_slot = kNoSlot;  // its slot (paths never move once added)
+};
+
+// A resting peer's record (see channel.hpp, resting peers): with malloc's
+// header 64 B.
+struct ReliableChannel::Resting {
+    std::uint32_t next_seq = 0;   // ours to it
+    std::uint32_t rx_cum = 0;     // its to us: every seq <= rx_cum arrived
+    std::uint32_t probe_ids = 0;  // so that a late PROBE_ACK answers no new probe
+    bool listed_active = false;   // its id is still in active_ (pruned by flush_acks)
+    // The traffic counters every peer has; the others are zero, or all of
+    // them are in `all` (a peer that saw trouble: resends, lost paths, ...).
+    std::uint64_t frames_sent = 0;
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t frames_delivered = 0;
+    std::uint64_t bytes_delivered = 0;
+    std::unique_ptr<PeerCounters> all;
 };
 
 struct ReliableChannel::Output {
@@ -295,6 +313,11 @@ struct ReliableChannel::Ops {
     // When the peer's send window is freed (kNever: not allocated, or a
     // frame holds a slot).
     static Micros window_release_at(const Ch& ch, const Peer& p) noexcept;
+    // When the peer goes to rest (kNever: something keeps it awake; see
+    // channel.hpp, resting peers; channel_rest.cpp).
+    static Micros rest_at(const Ch& ch, const Peer& p) noexcept;
+    // A peer made again (add_peer) carries on from its rest record, if any.
+    static void wake(Ch& ch, Peer& p);
     // Our BYE, if nothing holds it back any more (see leave()).
     static void try_bye(Ch& ch, Peer& p, Micros now);
     static void fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros now, const char* reason);

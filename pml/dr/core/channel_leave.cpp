@@ -88,7 +88,7 @@ void ReliableChannel::leave(Micros now) {
         return;
     leave_started_ = true;
     for (const PeerId id : talked_) {
-        Peer* p = find(id);
+        Peer* p = find_or_wake(id);  // a resting peer is owed our BYE too
         if (p == nullptr || !p->talked || p->in_leaving)
             continue;  // removed (a peer added again under its id is listed anew)
         p->in_leaving = true;
@@ -122,7 +122,7 @@ std::size_t ReliableChannel::leaving(Micros now) {
 
 void ReliableChannel::on_bye(PeerId peer, PathId path, Micros now) {
     (void)path;
-    Peer* p = find(peer);
+    Peer* p = find_or_wake(peer);
     if (p == nullptr || p->state == PeerState::Dead)
         return;
     ++p->counters.byes_received;
@@ -143,7 +143,9 @@ void ReliableChannel::on_bye(PeerId peer, PathId path, Micros now) {
 
 bool ReliableChannel::left(PeerId peer) const noexcept {
     const Peer* p = find(peer);
-    return p == nullptr || p->state == PeerState::Dead || Ops::gone(*p);
+    if (p == nullptr)
+        return !resting(peer);  // a resting peer has not left: it owes a BYE
+    return p->state == PeerState::Dead || Ops::gone(*p);
 }
 
 bool ReliableChannel::may_send(PeerId peer) noexcept {

@@ -124,8 +124,10 @@ void ReliableChannel::flush_acks(Micros now) {
         const PeerId id = active_[i];
         ++flush_visits_;
         Peer* p = find(id);
+        if (p == nullptr && resting(id))
+            resting_[id]->listed_active = false;
         if (p == nullptr || !p->active)
-            continue;  // removed (and maybe re-added: then listed again)
+            continue;  // removed or resting (and maybe re-added: then listed again)
         if (p->state != PeerState::Dead) {
             Ops::settle(*this, *p);
             if (p->ack_due != kNever)

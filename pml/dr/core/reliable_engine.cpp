@@ -46,7 +46,7 @@ void ReliableEngine::path_lost_to_all(PathId path, Micros now) {
 
 void ReliableEngine::remove_all_peers() {
     for (PeerId peer = 0; peer < engine_.peer_count(); ++peer)
-        if (channel_.has_peer(peer))
+        if (channel_.has_peer(peer) || channel_.resting(peer))
             channel_.remove_peer(peer);
 }
 

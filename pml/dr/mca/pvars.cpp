@@ -79,9 +79,8 @@ int read_peer_counter(const mca_base_pvar_t* pvar, void* value, void* obj) {
     for (int i = 0; i < n; ++i) {
         core::PeerId peer = 0;
         if (!known_peer(ompi_comm_peer_lookup(comm, i), peer))
-            continue;  // no traffic ever
-        if (const core::PeerCounters* c = ch->counters(peer); c != nullptr)
-            out[i] = c->*spec.field;
+            continue;                                // no traffic ever
+        out[i] = ch->counters_of(peer).*spec.field;  // resting or not
     }
     return OMPI_SUCCESS;
 }

@@ -762,6 +762,9 @@ bool use_peer(PeerId peer) noexcept {
 }
 
 bool path_usable(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
+    // Asked only about peers being sent to: one that went to rest (or was
+    // never used) gets its state, and its paths, back now.
+    (void)use_peer(peer);
     return chan().path_preferred(peer, path_of(btl));
 }
 
@@ -798,6 +801,7 @@ void settle_carried_acks(PeerId peer) noexcept {
 }
 
 std::size_t live_paths(PeerId peer) noexcept {
+    (void)use_peer(peer);  // as path_usable(): a resting peer's paths come back
     return chan().live_paths(peer);
 }
 

@@ -81,10 +81,25 @@ void print_reliability_stats() noexcept {
                 static_cast<unsigned long long>(rs.frames_killed_rx));
     opal_output(0, "[pml:dr] waits %s: descriptor_waits=%llu", OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME),
                 static_cast<unsigned long long>(rs.descriptor_waits));
+    // Peers that went to rest left their routine counters here (the peer
+    // lines carry the rest): the sums over all lines are the process's.
+    const core::RestCounters& rest = ch->rest_counters();
+    if (rest.rests > 0)
+        opal_output(0,
+                    "[pml:dr] rests %s: rests=%llu wakes=%llu acked=%llu acks_sent=%llu "
+                    "acks_received=%llu absences=%llu",
+                    OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME),
+                    static_cast<unsigned long long>(rest.rests),
+                    static_cast<unsigned long long>(rest.wakes),
+                    static_cast<unsigned long long>(rest.folded.frames_acked),
+                    static_cast<unsigned long long>(rest.folded.acks_sent),
+                    static_cast<unsigned long long>(rest.folded.acks_received),
+                    static_cast<unsigned long long>(rest.folded.absences));
     for (PeerId p = 0; p < engine().peer_count(); ++p) {
-        const core::PeerCounters* c = ch->counters(p);
+        const core::PeerCounters counters = ch->counters_of(p);
+        const core::PeerCounters* c = &counters;
         const core::PeerName* name = engine().peer_name(p);
-        if (c == nullptr || name == nullptr || (c->frames_sent == 0 && c->frames_delivered == 0))
+        if (name == nullptr || (c->frames_sent == 0 && c->frames_delivered == 0))
             continue;
         auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
         opal_process_name_t to{};
