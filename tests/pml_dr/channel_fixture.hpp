@@ -142,6 +142,19 @@ inline ChannelParams test_params() {
     return p;
 }
 
+// Fires ch's timers up to `until` (inclusive) in deadline order, moving
+// `now` along; `now` ends at `until` at least.
+inline void run_timers(ReliableChannel& ch, Micros& now, Micros until) {
+    for (int guard = 0; guard < 100000; ++guard) {
+        const Micros d = ch.next_deadline();
+        if (d == kNever || d > until)
+            break;
+        now = std::max(now, d);
+        ch.on_timer(now);
+    }
+    now = std::max(now, until);
+}
+
 // One sender channel towards kPeer with paths kP1 and kP2.
 struct Sender {
     Rec out;
@@ -159,17 +172,7 @@ struct Sender {
         EXPECT_TRUE(r.ok()) << to_string(r.status);
         return r.seq;
     }
-    // Fires timers up to `until` (inclusive) in deadline order.
-    void run_timers(Micros until) {
-        for (int guard = 0; guard < 100000; ++guard) {
-            const Micros d = ch.next_deadline();
-            if (d == kNever || d > until)
-                break;
-            out.now = std::max(out.now, d);
-            ch.on_timer(out.now);
-        }
-        out.now = std::max(out.now, until);
-    }
+    void run_timers(Micros until) { channel_fixture::run_timers(ch, out.now, until); }
     void ack(std::uint32_t cum, std::uint32_t base = 0, std::uint64_t mask = 0, PathId path = kP1) {
         ch.on_ack(kPeer, path, AckInfo{cum, base, mask}, out.now);
     }

@@ -36,16 +36,7 @@ struct PmlDrChannelRest : ::testing::Test {
     }
     void ack(std::uint32_t cum) { ch.on_ack(kPeer, kP1, AckInfo{cum, 0, 0}, out.now); }
     Verdict arrive(std::uint32_t seq) { return ch.on_data(kPeer, kP1, seq, out.now, 100); }
-    void run_timers(Micros until) {
-        for (int guard = 0; guard < 100000; ++guard) {
-            const Micros d = ch.next_deadline();
-            if (d == kNever || d > until)
-                break;
-            out.now = std::max(out.now, d);
-            ch.on_timer(out.now);
-        }
-        out.now = std::max(out.now, until);
-    }
+    void run_timers(Micros until) { channel_fixture::run_timers(ch, out.now, until); }
     // Two frames each way, everything acknowledged, by time 100.
     void talk() {
         ack(submit(1));

@@ -683,6 +683,19 @@ TEST(PmlDrWire, RndvPayloadLongerThanMessageRejected) {
     EXPECT_TRUE(decode(frame_of(r, s.payload)).has_value());
 }
 
+// A flag CTS, FRAG and CREDIT must not carry.
+void expect_refused_by_cts_frag_credit(const Samples& s, std::uint16_t flag) {
+    auto c = s.cts;
+    c.common.flags = flag;
+    EXPECT_EQ(error_of(frame_of(c)), ErrorCode::BadField) << flag;
+    auto f = s.frag;
+    f.common.flags = static_cast<std::uint16_t>(f.common.flags | flag);
+    EXPECT_EQ(error_of(frame_of(f, s.payload)), ErrorCode::BadField) << flag;
+    auto cr = s.credit;
+    cr.common.flags = flag;
+    EXPECT_EQ(error_of(frame_of(cr)), ErrorCode::BadField) << flag;
+}
+
 TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
     Samples s;
     for (const std::uint16_t flag :
@@ -690,18 +703,10 @@ TEST(PmlDrWire, RndvOnlyFlagsRejectedElsewhere) {
         auto m = s.match;
         m.common.flags = static_cast<std::uint16_t>(m.common.flags | flag);
         EXPECT_EQ(error_of(frame_of(m, s.payload)), ErrorCode::BadField) << flag;
-        auto c = s.cts;
-        c.common.flags = flag;
-        EXPECT_EQ(error_of(frame_of(c)), ErrorCode::BadField) << flag;
-        auto f = s.frag;
-        f.common.flags = static_cast<std::uint16_t>(f.common.flags | flag);
-        EXPECT_EQ(error_of(frame_of(f, s.payload)), ErrorCode::BadField) << flag;
         auto a = s.ack;
         a.common.flags = flag;
         EXPECT_EQ(error_of(frame_of(a)), ErrorCode::BadField) << flag;
-        auto cr = s.credit;
-        cr.common.flags = flag;
-        EXPECT_EQ(error_of(frame_of(cr)), ErrorCode::BadField) << flag;
+        expect_refused_by_cts_frag_credit(s, flag);
     }
     // ... and accepted on RNDV.
     for (const std::uint16_t flag : {std::uint16_t{kFlagSync}, std::uint16_t{kFlagCreditStarved}}) {
@@ -732,17 +737,8 @@ TEST(PmlDrWire, CreditFlagsOnTheirFramesOnly) {
     a.common.flags = kFlagCreditStarved;
     EXPECT_EQ(error_of(frame_of(a)), ErrorCode::BadField);
     for (const std::uint16_t flag :
-         {std::uint16_t{kFlagCreditStarved}, std::uint16_t{kFlagCreditAnswer}}) {
-        auto c = s.cts;
-        c.common.flags = flag;
-        EXPECT_EQ(error_of(frame_of(c)), ErrorCode::BadField) << flag;
-        auto f = s.frag;
-        f.common.flags = static_cast<std::uint16_t>(f.common.flags | flag);
-        EXPECT_EQ(error_of(frame_of(f, s.payload)), ErrorCode::BadField) << flag;
-        auto cr = s.credit;
-        cr.common.flags = flag;
-        EXPECT_EQ(error_of(frame_of(cr)), ErrorCode::BadField) << flag;
-    }
+         {std::uint16_t{kFlagCreditStarved}, std::uint16_t{kFlagCreditAnswer}})
+        expect_refused_by_cts_frag_credit(s, flag);
     m.common.flags = static_cast<std::uint16_t>(s.match.common.flags | kFlagCreditAnswer);
     const auto answered_match = frame_of(m, s.payload);
     EXPECT_EQ(error_of(answered_match), ErrorCode::BadField);
