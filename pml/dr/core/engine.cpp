@@ -191,7 +191,7 @@ std::string_view to_string(EagerGrant g) noexcept {
     return "?";
 }
 
-EagerGrant Engine::grant_eager(PeerId peer, std::uint64_t bytes) noexcept {
+EagerGrant Engine::grant_eager_near_full(PeerId peer, std::uint64_t bytes) noexcept {
     if (peer >= flow_.size())
         return EagerGrant::NoRoom;
     PeerFlow& f = flow_[peer];
@@ -200,9 +200,11 @@ EagerGrant Engine::grant_eager(PeerId peer, std::uint64_t bytes) noexcept {
     if (outstanding + bytes > window)
         return waits_for_credit(peer) ? EagerGrant::Wait : EagerGrant::NoRoom;
     f.eager_sent += bytes;
+    if (window - outstanding - bytes >= bytes)
+        return EagerGrant::Send;  // room for another: the usual case
     // Only an ACK can carry the answer: the full protocol, a live peer.
     const bool may_ask = gate_ != nullptr && !sends_local(peer) && !peer_dead(peer);
-    if (!may_ask || waits_for_credit(peer) || window - outstanding - bytes >= bytes)
+    if (!may_ask || waits_for_credit(peer))
         return EagerGrant::Send;
     if (asking_.size() < flow_.size())
         asking_.resize(flow_.size(), 0);
@@ -242,25 +244,25 @@ const PeerFlow* Engine::flow(PeerId peer) const noexcept {
     return peer < flow_.size() ? &flow_[peer] : nullptr;
 }
 
-void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool on_arrival,
+void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool ack_follows,
                            EngineSink& sink) {
     if (peer >= flow_.size())
         return;
     PeerFlow& f = flow_[peer];
     f.released += bytes;
-    // A starved frame came through the gate, which holds its ACK for this:
-    // the answer goes now and carries the release.
-    if (starved && gate_ != nullptr) {
-        gate_->answer_credit(peer);
+    if (ack_follows) {
+        // The ACK owed for the frame carries the release; a starved frame's
+        // ACK is held for this answer, which goes now.
+        if (starved)
+            gate_->answer_credit(peer);
         return;
     }
     const std::uint64_t unreported = f.released - f.reported;
     const bool batch_due = unreported > 0 && unreported >= eager_window() / 4;
     if (gate_ != nullptr && !accepts_local(peer)) {
-        // The full protocol: ACK frames carry our reports. The one owed for
-        // an arriving frame will; a later release (a receive was posted)
-        // large enough to matter goes in an ACK now.
-        if (!on_arrival && batch_due)
+        // The full protocol: ACK frames carry our reports; a later release
+        // (a receive was posted) large enough to matter goes in an ACK now.
+        if (batch_due)
             gate_->answer_credit(peer);
         return;
     }
@@ -549,7 +551,7 @@ void Engine::on_local_match(const LocalMatchHdr& h, std::span<const std::uint8_t
         return;
     }
     ++rx_.local_frames;
-    arrive(*c, peer, match_fields_of(h, payload.size()), nullptr, 0, payload, sink, path);
+    arrive(*c, peer, match_fields_of(h, payload.size()), nullptr, 0, payload, sink, path, false);
 }
 
 void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* rndv,
@@ -570,12 +572,12 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
              m.src_rank, m.cid, comm.remote.size(), peer);
         return;
     }
-    arrive(comm, peer, m, rndv, flags, payload, sink, path);
+    arrive(comm, peer, m, rndv, flags, payload, sink, path, gate_ != nullptr);
 }
 
 void Engine::arrive(Comm& comm, PeerId peer, const MatchFields& m, const RndvHdr* rndv,
                     std::uint16_t flags, std::span<const std::uint8_t> payload, EngineSink& sink,
-                    std::uint64_t path) {
+                    std::uint64_t path, bool gated) {
     MessageInfo info;
     info.peer = peer;
     info.src = m.src_rank;
@@ -608,7 +610,7 @@ void Engine::arrive(Comm& comm, PeerId peer, const MatchFields& m, const RndvHdr
     }
     held_peak_ = std::max(held_peak_, held_bytes_);
     const std::uint64_t released = payload.size() + held_before - held_bytes_;
-    release_eager(peer, released, (flags & kFlagCreditStarved) != 0, true, sink);
+    release_eager(peer, released, (flags & kFlagCreditStarved) != 0, gated, sink);
 }
 
 }  // namespace pml::dr::core

@@ -192,7 +192,17 @@ class Engine {
     // The full protocol's choice for an eager message of `bytes` (see
     // EagerGrant); Send and SendAndAsk charged it. A peer served by trusted
     // local paths (no ACKs to answer) or a gate-less engine never asks.
-    EagerGrant grant_eager(PeerId peer, std::uint64_t bytes) noexcept;
+    EagerGrant grant_eager(PeerId peer, std::uint64_t bytes) noexcept {
+        // Inline: room for this message and another like it, the usual case.
+        if (peer < flow_.size()) {
+            PeerFlow& f = flow_[peer];
+            if (f.eager_sent - f.released_by_peer + 2 * bytes <= eager_window_) {
+                f.eager_sent += bytes;
+                return EagerGrant::Send;
+            }
+        }
+        return grant_eager_near_full(peer, bytes);
+    }
     // Whether a question to `peer` awaits its answer; end_wait() stops
     // waiting for it (ReliableEngine: nothing is in flight to the peer, so
     // the answering ACK was lost and will not come again).
@@ -281,9 +291,11 @@ class Engine {
                           std::uint64_t path);
     // A MATCH or RNDV from `peer`, checked to be rank m.src_rank of `comm`:
     // matched, queued as unexpected, or dropped over the store's limit.
+    // gated: it came through the gate (an ACK is owed for it), not as a
+    // LOCAL_MATCH.
     void arrive(Comm& comm, PeerId peer, const MatchFields& m, const RndvHdr* rndv,
                 std::uint16_t flags, std::span<const std::uint8_t> payload, EngineSink& sink,
-                std::uint64_t path);
+                std::uint64_t path, bool gated);
     // Keeps a frame (`head` then `tail`) for communicator `cid`, which this
     // process has not created yet, up to unexpected_limit bytes.
     void park(std::uint32_t cid, std::uint64_t path, std::span<const std::uint8_t> head,
@@ -335,10 +347,13 @@ class Engine {
     void count_decode_error(const plugin::common::Error& e) noexcept;
     [[nodiscard]] bool source_dead_slow(std::uint32_t cid, std::int32_t src) const noexcept;
     void release_unexpected(const Unexpected& msg, EngineSink& sink) noexcept;
-    // Receiver: `bytes` of `peer`'s eager payload left our store, on the
-    // arrival of the frame that brought them (an ACK is owed for it) or
-    // later (a receive was posted); starved: that frame asked for an answer.
-    void release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool on_arrival,
+    // grant_eager() when the window would not hold two such messages.
+    EagerGrant grant_eager_near_full(PeerId peer, std::uint64_t bytes) noexcept;
+    // Receiver: `bytes` of `peer`'s eager payload left our store. ack_follows:
+    // on the arrival of a frame that came through the gate, whose ACK will
+    // carry the release (starved: that frame asked for it at once); else a
+    // LOCAL_MATCH's arrival or a later release (a receive was posted).
+    void release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool ack_follows,
                        EngineSink& sink);
     // Sender: a credit report (CREDIT, or an ACK's; answer: it answers our
     // credit-starved frame).

@@ -18,10 +18,9 @@ ReliableEngine::~ReliableEngine() {
     engine_.set_gate(nullptr);
 }
 
-EagerGrant ReliableEngine::grant_eager(PeerId peer, std::uint64_t bytes) noexcept {
-    const EagerGrant g = engine_.grant_eager(peer, bytes);
-    if (g != EagerGrant::Wait || channel_.unacked(peer) != 0)
-        return g;
+EagerGrant ReliableEngine::end_stale_wait(PeerId peer, std::uint64_t bytes) noexcept {
+    if (channel_.unacked(peer) != 0)
+        return EagerGrant::Wait;
     engine_.end_wait(peer);
     return engine_.grant_eager(peer, bytes);
 }

@@ -51,7 +51,10 @@ class ReliableEngine : private AckCredit {
     // answer ends when nothing is in flight to the peer any more (the
     // answering ACK was lost and what it acknowledged was acknowledged
     // otherwise: no ACK will answer again).
-    EagerGrant grant_eager(PeerId peer, std::uint64_t bytes) noexcept;
+    EagerGrant grant_eager(PeerId peer, std::uint64_t bytes) noexcept {
+        const EagerGrant g = engine_.grant_eager(peer, bytes);
+        return g != EagerGrant::Wait ? g : end_stale_wait(peer, bytes);
+    }
 
     // --- time
     // The timer the glue armed for next_deadline() fired (or progress saw
@@ -81,6 +84,8 @@ class ReliableEngine : private AckCredit {
     void remove_all_peers();
 
   private:
+    // A Wait from the engine: stands unless nothing is in flight to the peer.
+    EagerGrant end_stale_wait(PeerId peer, std::uint64_t bytes) noexcept;
     std::uint64_t report_credit(PeerId peer) override { return engine_.report_credit(peer); }
 
     Micros now_ = 0;  // the time of the current entry, read by the gate
