@@ -454,7 +454,8 @@ void ReliableChannel::add_peer(PeerId peer) {
     auto p = std::make_unique<Peer>();
     p->id = peer;
     p->next_seq = p->una = params_.first_seq;
-    p->cum_acked = p->carried = p->rx_cum = static_cast<std::uint32_t>(params_.first_seq - 1u);
+    p->cum_acked = p->carried = static_cast<std::uint32_t>(params_.first_seq - 1u);
+    p->rx = RxTracker(p->cum_acked);
     p->peer_max_ack_delay = params_.ack_delay;  // until its ACK frames say otherwise
     Ops::wake(*this, *p);
     // No slots reserved: most peers have one path (issue 27: 8 reserved slots
@@ -690,8 +691,7 @@ std::size_t ReliableChannel::memory_bytes() const noexcept {
         if (!p)
             continue;
         n += sizeof(Peer) + p->paths.capacity() * sizeof(PathSlot) +
-             p->window.capacity() * sizeof(TxFrame) +
-             p->rx_bits.capacity() * sizeof(std::uint64_t) +
+             p->window.capacity() * sizeof(TxFrame) + p->rx.memory_bytes() +
              p->dirty.capacity() * sizeof(std::uint32_t);
     }
     return n;

@@ -12,6 +12,7 @@
 #include "backoff.hpp"
 #include "channel.hpp"
 #include "recovery.hpp"
+#include "rx_tracker.hpp"
 #include "seq.hpp"
 
 namespace pml::dr::core {
@@ -118,11 +119,9 @@ struct ReliableChannel::Peer {
     Micros back_at = 0;      // when this process was last found back from an absence
 
     // receiver
-    std::vector<std::uint64_t> rx_bits;  // ring bitmap: bit (seq % window) for seqs after rx_cum
-    std::uint32_t rx_cum = 0;            // every seq <= rx_cum arrived
-    std::uint32_t rx_ahead = 0;          // bits set in rx_bits: arrivals past a gap
-    std::vector<std::uint32_t> dirty;    // vfrag ids with arrivals since the last ACK
-    unsigned rx_unacked = 0;             // deliveries since the last ACK
+    RxTracker rx;                      // what arrived of its sequence
+    std::vector<std::uint32_t> dirty;  // vfrag ids with arrivals since the last ACK
+    unsigned rx_unacked = 0;           // deliveries since the last ACK
     Micros ack_due = kNever;
     Micros rx_latest = 0;             // when the latest data frame was delivered (ACK delay)
     PathId ack_path = kAnyPath;       // where the latest data came from
@@ -341,14 +340,10 @@ struct ReliableChannel::Ops {
 
     // --- receiver (channel_recv.cpp)
 
-    static bool rx_bit(const Ch& ch, const Peer& p, std::uint32_t seq) noexcept;
-    static void rx_put(const Ch& ch, Peer& p, std::uint32_t seq, bool on) noexcept;
-    static void rx_advance(const Ch& ch, Peer& p) noexcept;
-    static bool arrived(const Ch& ch, const Peer& p, std::uint32_t s) noexcept;
     static void carried(Ch& ch, Peer& p, std::uint32_t ack_seq, Micros now);
     static Verdict data(Ch& ch, Peer& p, PathId path, std::uint32_t seq, Micros now,
                         std::size_t bytes, AckTiming timing);
-    // A first arrival's accounting and ACK scheduling, once rx_cum covers it.
+    // A first arrival's accounting and ACK scheduling, once recorded.
     static Verdict delivered(Ch& ch, Peer& p, Micros now, std::size_t bytes, AckTiming timing);
     static void mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micros now);
     // credit_answer: the ACK answers a credit-starved frame (answer_credit).

@@ -15,40 +15,6 @@ using plugin::common::seq_le;
 
 // --- receiver
 
-bool ReliableChannel::Ops::rx_bit(const Ch& ch, const Peer& p, std::uint32_t seq) noexcept {
-    const std::uint32_t pos = seq & (ch.params_.window - 1);
-    return ((p.rx_bits[pos / 64] >> (pos % 64)) & 1u) != 0;
-}
-void ReliableChannel::Ops::rx_put(const Ch& ch, Peer& p, std::uint32_t seq, bool on) noexcept {
-    const std::uint32_t pos = seq & (ch.params_.window - 1);
-    const std::uint64_t m = std::uint64_t{1} << (pos % 64);
-    if (on)
-        p.rx_bits[pos / 64] |= m;
-    else
-        p.rx_bits[pos / 64] &= ~m;
-}
-
-// Moves rx_cum over every contiguous arrival (and over seq 0, never sent).
-void ReliableChannel::Ops::rx_advance(const Ch& ch, Peer& p) noexcept {
-    for (;;) {
-        const auto n = static_cast<std::uint32_t>(p.rx_cum + 1u);
-        if (n != 0) {
-            if (!rx_bit(ch, p, n))
-                break;
-            rx_put(ch, p, n, false);
-            --p.rx_ahead;
-        }
-        p.rx_cum = n;
-    }
-}
-
-bool ReliableChannel::Ops::arrived(const Ch& ch, const Peer& p, std::uint32_t s) noexcept {
-    if (seq_le(s, p.rx_cum))
-        return true;
-    return seq_diff(s, p.rx_cum) <= static_cast<std::int32_t>(ch.params_.window) &&
-           rx_bit(ch, p, s);
-}
-
 void ReliableChannel::Ops::mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micros now) {
     if (std::find(p.dirty.begin(), p.dirty.end(), vfrag) != p.dirty.end())
         return;
@@ -56,7 +22,7 @@ void ReliableChannel::Ops::mark_dirty(Ch& ch, Peer& p, std::uint32_t vfrag, Micr
     if (p.dirty.size() >= cap) {
         std::erase_if(p.dirty, [&p](std::uint32_t v) {
             return seq_le(static_cast<std::uint32_t>(v * kVfragFrames + kVfragFrames - 1),
-                          p.rx_cum);
+                          p.rx.cum());
         });
         if (p.dirty.size() >= cap)
             flush_acks(ch, p, now);
@@ -99,17 +65,17 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now, bool credit_a
     bool any = false;
     for (const std::uint32_t v : p.dirty) {
         const auto base = static_cast<std::uint32_t>(v * kVfragFrames);
-        if (seq_le(static_cast<std::uint32_t>(base + kVfragFrames - 1), p.rx_cum))
+        if (seq_le(static_cast<std::uint32_t>(base + kVfragFrames - 1), p.rx.cum()))
             continue;
         std::uint64_t mask = 0;
         for (unsigned i = 0; i < kVfragFrames; ++i)
-            if (arrived(ch, p, static_cast<std::uint32_t>(base + i)))
+            if (p.rx.arrived(static_cast<std::uint32_t>(base + i), ch.params_.window))
                 mask |= std::uint64_t{1} << i;
-        send(AckInfo{p.rx_cum, base, mask});
+        send(AckInfo{p.rx.cum(), base, mask});
         any = true;
     }
     if (!any)
-        send(AckInfo{p.rx_cum, 0, 0});
+        send(AckInfo{p.rx.cum(), 0, 0});
     p.dirty.clear();
 }
 
@@ -172,13 +138,13 @@ void ReliableChannel::on_probe(PeerId peer, PathId path, std::uint32_t id, Micro
 
 std::uint32_t ReliableChannel::ack_seq(PeerId peer) const noexcept {
     const Peer* p = find(peer);
-    return p != nullptr ? p->rx_cum : 0;
+    return p != nullptr ? p->rx.cum() : 0;
 }
 
 void ReliableChannel::ack_carried(PeerId peer, std::uint32_t ack_seq) noexcept {
     Peer* p = find(peer);
     // Arrivals out of order owe a selective ACK, which a data frame cannot carry.
-    if (p == nullptr || p->rx_unacked == 0 || ack_seq != p->rx_cum || !p->dirty.empty())
+    if (p == nullptr || p->rx_unacked == 0 || ack_seq != p->rx.cum() || !p->dirty.empty())
         return;
     p->rx_unacked = 0;
     p->ack_due = kNever;  // its timer entry fires, finds nothing due and re-indexes
@@ -189,10 +155,7 @@ bool ReliableChannel::is_fresh(PeerId peer, std::uint32_t seq) const noexcept {
     const Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead || seq == 0)
         return false;
-    const std::int32_t d = seq_diff(seq, p->rx_cum);
-    if (d <= 0 || d > static_cast<std::int32_t>(params_.window))
-        return false;
-    return p->rx_bits.empty() || !Ops::rx_bit(*this, *p, seq);
+    return p->rx.check(seq, params_.window) == RxTracker::Seen::New;
 }
 
 void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Micros now) {
@@ -250,23 +213,18 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
     if (p.state == PeerState::Dead)
         return Verdict::Drop;
     // The usual arrival: the next seq, on the path the peer used last, with
-    // nothing past a gap. No check below can refuse it and rx_cum moves by
-    // one (over seq 0 too, never sent: no bit past it is set).
-    if (seq == static_cast<std::uint32_t>(p.rx_cum + 1u) && seq != 0 && p.rx_ahead == 0 &&
-        path == p.ack_path) {
-        p.rx_cum = seq == ~std::uint32_t{0} ? 0 : seq;
+    // nothing past a gap. No check below can refuse it.
+    if (p.rx.is_next(seq) && path == p.ack_path) {
+        p.rx.take_next();
         return delivered(ch, p, now, bytes, timing);
     }
     if (seq == 0) {
         ++p.counters.bad_seq;
         return Verdict::Drop;
     }
-    if (p.rx_bits.empty()) {
-        p.rx_bits.assign(ch.params_.window / 64, 0);
-        p.dirty.reserve(ch.params_.window / kVfragFrames + 1);
-    }
-    const std::int32_t d = seq_diff(seq, p.rx_cum);
-    if (d > static_cast<std::int32_t>(ch.params_.window)) {
+    const std::uint32_t window = ch.params_.window;
+    const RxTracker::Seen seen = p.rx.check(seq, window);
+    if (seen == RxTracker::Seen::TooFar) {
         ++p.counters.too_far_dropped;  // not acked: the sender resends later
         return Verdict::Drop;
     }
@@ -274,34 +232,31 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
         p.ack_path = path;
         p.ack_slot = find_slot(p, path);
     }
-    // rx_cum + 1 never has its bit set: rx_advance() moves over set bits.
-    if (d <= 0 || (d > 1 && rx_bit(ch, p, seq))) {
+    if (seen == RxTracker::Seen::Duplicate) {
         if (p.ack_slot != kNoSlot)
             p.paths[p.ack_slot].last_heard = now;  // the peer resends that way
         // Re-ack at once: the ACK that covered it may have been lost.
         ++p.counters.duplicates_dropped;
-        if (d > 0)
+        if (seq_diff(seq, p.rx.cum()) > 0)
             mark_dirty(ch, p, seq / kVfragFrames, now);
         flush_acks(ch, p, now);
         ch.reschedule(p.id);
         ch.flush_outputs();
         return Verdict::Duplicate;
     }
-    if (d == 1) {
-        // In order: the cumulative seq says it all, no selective ACK needed
-        // (later arrivals already marked their vfrags).
-        p.rx_cum = seq;
-    } else {
+    // The first arrival past a gap is acknowledged at once, as TCP answers
+    // out-of-order data: its selective ACK lets the sender resend the hole
+    // now instead of after ack_every frames or ack_delay. An arrival in
+    // order needs no selective ACK (later arrivals already marked their
+    // vfrags).
+    const bool first_past_gap = p.rx.ahead() == 0;
+    if (p.rx.record(seq, window)) {
+        if (p.dirty.capacity() == 0)
+            p.dirty.reserve(window / kVfragFrames + 1);
         mark_dirty(ch, p, seq / kVfragFrames, now);
-        rx_put(ch, p, seq, true);
-        // The first arrival past a gap is acknowledged at once, as TCP
-        // answers out-of-order data: its selective ACK lets the sender
-        // resend the hole now instead of after ack_every frames or ack_delay.
-        if (timing == AckTiming::Delayed && p.rx_ahead == 0)
+        if (timing == AckTiming::Delayed && first_past_gap)
             timing = AckTiming::Now;
-        ++p.rx_ahead;
     }
-    rx_advance(ch, p);
     return delivered(ch, p, now, bytes, timing);
 }
 
