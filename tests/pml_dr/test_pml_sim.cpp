@@ -69,9 +69,9 @@ struct NodeSink : EngineSink {
     }
 };
 
-// The lossy variant's transport, the glue's ChannelOutput here: the
+// The lossy variant's transport (the ChannelOutput the glue implements in production): the
 // channel's outputs onto the simulated network (methods forward to SimRun).
-struct NodeGlue final : ChannelOutput {
+struct NodeTransport final : ChannelOutput {
     SimRun* run = nullptr;
     int rank = 0;
     // Both links, when the run makes the channel's peers on first use.
@@ -99,7 +99,7 @@ struct Node {
     std::vector<Recv> recvs;  // index == handle
     std::uint64_t frames_in = 0;
     // lossy variant
-    NodeGlue glue;
+    NodeTransport transport;
     std::map<FrameToken, std::vector<std::uint8_t>> store;  // frames kept until acked
     std::vector<std::deque<FrameToken>> backlog;            // per peer, window full
     std::vector<std::deque<std::uint32_t>> credit_wait;     // per peer: message ids held
@@ -183,7 +183,7 @@ class SimRun {
             Node& node = nodes_[static_cast<std::size_t>(r)];
             if (lossy_)
                 node.rel =
-                    std::make_unique<ReliableEngine>(cfg, channel_params(r, node), node.glue,
+                    std::make_unique<ReliableEngine>(cfg, channel_params(r, node), node.transport,
                                                      plugin::common::NullLogSink::instance());
             else
                 node.bare = std::make_unique<Engine>(cfg, plugin::common::NullLogSink::instance());
@@ -247,8 +247,8 @@ class SimRun {
         check_match(dst, r.src, r.tag, info, eager);
     }
 
-    // --- the lossy variant's glue (NodeGlue forwards here)
-    void glue_transmit(int rank, PeerId peer, PathId path, FrameRef ref, bool retransmit) {
+    // --- the lossy variant's transport (NodeTransport forwards here)
+    void transport_transmit(int rank, PeerId peer, PathId path, FrameRef ref, bool retransmit) {
         Node& node = nodes_[static_cast<std::size_t>(rank)];
         auto it = node.store.find(ref.token);
         ASSERT_NE(it, node.store.end()) << "the channel transmitted a released frame";
@@ -269,7 +269,7 @@ class SimRun {
         });
     }
     template <class Hdr>
-    void glue_control(int rank, PeerId peer, PathId path, Hdr h) {
+    void transport_control(int rank, PeerId peer, PathId path, Hdr h) {
         if constexpr (!std::is_same_v<Hdr, AckHdr>)
             h.common.ack_seq = channel_of(rank).ack_seq(peer);
         h.common.src_jobid = kJob;
@@ -277,13 +277,13 @@ class SimRun {
         net_.send(sim::Frame{rank, static_cast<int>(peer), static_cast<sim::LinkIndex>(path),
                              frame_of(h)});
     }
-    void glue_acked(int rank, PeerId peer, FrameToken token, bool ok) {
+    void transport_acked(int rank, PeerId peer, FrameToken token, bool ok) {
         Node& node = nodes_[static_cast<std::size_t>(rank)];
         EXPECT_TRUE(ok) << "frame abandoned at rank " << rank;
         EXPECT_EQ(node.store.erase(token), 1u) << "token released twice";
         pump(rank, peer);
     }
-    void glue_peer_dead(int rank, PeerId peer) {
+    void transport_peer_dead(int rank, PeerId peer) {
         ADD_FAILURE() << "rank " << rank << " declared peer " << peer
                       << " dead while link 0 still works";
     }
@@ -305,8 +305,8 @@ class SimRun {
         p.peer_dead_timeout = 5 * plugin::common::kSeconds;
         if (resting_)
             p.window_idle_release = kIdle;
-        node.glue.run = this;
-        node.glue.rank = r;
+        node.transport.run = this;
+        node.transport.rank = r;
         return p;
     }
     // Both links to every peer (or, lazy, offered on first use), and the
@@ -691,11 +691,11 @@ class SimRun {
     FrameToken next_token_ = 1;
 };
 
-bool NodeGlue::transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) {
-    run->glue_transmit(rank, peer, path, ref, retransmit);
+bool NodeTransport::transmit(PeerId peer, PathId path, FrameRef ref, bool retransmit) {
+    run->transport_transmit(rank, peer, path, ref, retransmit);
     return false;  // the completion comes as its own event
 }
-void NodeGlue::send_ack(PeerId peer, PathId path, const AckInfo& ack) {
+void NodeTransport::send_ack(PeerId peer, PathId path, const AckInfo& ack) {
     AckHdr h;
     h.common.ack_seq = ack.cum_seq;
     h.sack_base = ack.sack_base;
@@ -705,37 +705,37 @@ void NodeGlue::send_ack(PeerId peer, PathId path, const AckInfo& ack) {
     h.released_total = ack.released_total;
     if (ack.credit_answer)
         h.common.flags = kFlagCreditAnswer;
-    run->glue_control(rank, peer, path, h);
+    run->transport_control(rank, peer, path, h);
 }
-void NodeGlue::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
+void NodeTransport::send_probe(PeerId peer, PathId path, std::uint32_t id, bool reply) {
     ProbeHdr h;
     h.common.type = reply ? FrameType::ProbeAck : FrameType::Probe;
     h.probe_id = id;
     h.reply = reply;
-    run->glue_control(rank, peer, path, h);
+    run->transport_control(rank, peer, path, h);
 }
-void NodeGlue::send_bye(PeerId peer, PathId path) {
+void NodeTransport::send_bye(PeerId peer, PathId path) {
     ByeHdr h;
     h.common.type = FrameType::Bye;
-    run->glue_control(rank, peer, path, h);
+    run->transport_control(rank, peer, path, h);
 }
-void NodeGlue::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
+void NodeTransport::send_nack(PeerId peer, PathId path, std::uint32_t seq) {
     NackHdr h;
     h.seq = seq;
-    run->glue_control(rank, peer, path, h);
+    run->transport_control(rank, peer, path, h);
 }
-void NodeGlue::offer_paths(PeerId, std::vector<PathOffer>& out) {
+void NodeTransport::offer_paths(PeerId, std::vector<PathOffer>& out) {
     if (run->lazy())
         out = {{0, false}, {1, false}};
 }
-void NodeGlue::peer_dead(PeerId peer) {
-    run->glue_peer_dead(rank, peer);
+void NodeTransport::peer_dead(PeerId peer) {
+    run->transport_peer_dead(rank, peer);
 }
-void NodeGlue::acked(PeerId peer, FrameToken token) {
-    run->glue_acked(rank, peer, token, true);
+void NodeTransport::acked(PeerId peer, FrameToken token) {
+    run->transport_acked(rank, peer, token, true);
 }
-void NodeGlue::abandoned(PeerId peer, FrameToken token) {
-    run->glue_acked(rank, peer, token, false);
+void NodeTransport::abandoned(PeerId peer, FrameToken token) {
+    run->transport_acked(rank, peer, token, false);
 }
 void NodeSink::on_match(Handle recv, const MessageInfo& info, std::span<const std::uint8_t> eager) {
     run->engine_matched(rank, recv, info, eager);
