@@ -102,6 +102,36 @@ TEST_F(PmlDrChannelRest, AnArrivalWakesARestingPeerWithItsReceiveSequence) {
     EXPECT_EQ(ch.ack_seq(kPeer), first + 3);
 }
 
+// The RTT it had learnt is the first sample of its paths when it wakes:
+// a frame's probe timeout is as short as before the rest, not initial_rtt's.
+TEST_F(PmlDrChannelRest, AWokenPeerRemembersItsRoundTripTime) {
+    const auto pto_after_submit = [this](FrameToken token) {
+        const Micros at = out.now;
+        (void)submit(token);
+        return ch.next_deadline() - at;
+    };
+    // A fresh peer: initial_rtt (100 us in these parameters).
+    const Micros fresh = pto_after_submit(1);
+    out.now += 40;  // a 40 us round trip
+    ack(first);
+    for (FrameToken t = 2; t <= 8; ++t) {
+        (void)submit(t);
+        out.now += 40;
+        ack(first + static_cast<std::uint32_t>(t) - 1);
+    }
+    const Micros learnt = pto_after_submit(9);
+    out.now += 40;
+    ack(first + 8);
+    ASSERT_LT(learnt, fresh);
+    run_timers(out.now + params.window_idle_release);
+    ASSERT_TRUE(ch.resting(kPeer));
+    const Micros woken = pto_after_submit(10);
+    EXPECT_LT(woken, fresh) << "not initial_rtt's";
+    // A first sample of the remembered 40 us (kept in 16 us units, rounded
+    // up): srtt + 4 x srtt / 2 + the ACK delay.
+    EXPECT_LE(woken, 3 * (40 + 16) + params.ack_delay);
+}
+
 TEST_F(PmlDrChannelRest, APeerOwedOrOwingStaysAwake) {
     (void)submit(1);  // never acknowledged: probes, then the path is suspect
     run_timers(10 * params.window_idle_release);

@@ -538,14 +538,19 @@ ReliableChannel::Peer* ReliableChannel::make_offered(PeerId peer) {
     out_.offer_paths(peer, offers);
     if (offers.empty())
         return nullptr;
-    add_peer(peer);
+    const Micros rtt = resting(peer) ? resting_[peer]->rtt_units * kRestRttUnit : 0;
+    add_peer(peer);  // a resting peer wakes
     peers_[peer]->offered = true;
     // Paths the BML chose first: a standby path is one only beside another.
     std::stable_partition(offers.begin(), offers.end(),
                           [](const PathOffer& o) { return !o.standby; });
     for (const PathOffer& o : offers)
         (void)add_path(peer, o.path, o.standby);
-    return find(peer);
+    Peer* p = find(peer);
+    if (rtt > 0)  // what it had learnt before it rested, as its first sample
+        for (PathSlot& pa : p->paths)
+            pa.rtt.sample(rtt, 0, 0);
+    return p;
 }
 
 void ReliableChannel::remove_path_everywhere(PathId path, Micros now) {

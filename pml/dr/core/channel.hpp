@@ -433,10 +433,11 @@ class ReliableChannel {
     // acknowledged, no ACK owed, no path Suspect or Failed, no probe out,
     // not leaving) gives up its state (about 900 B with one path, plus its
     // window) for a rest record of 64 B: the sequence numbers of both
-    // directions and its counters (the traffic ones; all of them if it saw
-    // trouble; the routine ones are folded into rest_counters()). Its next
-    // use, a BYE from it or leave() makes its state again from the output's
-    // offer, carrying on its sequences; RTT estimates start over. Until then
+    // directions, its slowest path's RTT and its counters (the traffic ones;
+    // all of them if it saw trouble; the routine ones are folded into
+    // rest_counters()). Its next use, a BYE from it or leave() makes its
+    // state again from the output's offer, carrying on its sequences, every
+    // path's RTT estimate starting from the one kept. Until then
     // it reads as a peer without state (has_peer() false, no path, nothing
     // unacknowledged) except for peer_state() (Alive), left() (false) and
     // counters_of().

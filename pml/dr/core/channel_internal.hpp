@@ -130,11 +130,16 @@ struct ReliableChannel::Peer {
 
 // A resting peer's record (see channel.hpp, resting peers): with malloc's
 // header 64 B.
+inline constexpr Micros kRestRttUnit = 16;  // us: 1 s fits 16 bits
 struct ReliableChannel::Resting {
     std::uint32_t next_seq = 0;   // ours to it
     std::uint32_t rx_cum = 0;     // its to us: every seq <= rx_cum arrived
     std::uint32_t probe_ids = 0;  // so that a late PROBE_ACK answers no new probe
     bool listed_active = false;   // its id is still in active_ (pruned by flush_acks)
+    // The slowest path's smoothed RTT, in units of kRestRttUnit rounded up
+    // (0: none), the first sample of every path's estimate when it wakes:
+    // its first loss is not recovered at initial_rtt's pace.
+    std::uint16_t rtt_units = 0;
     // The traffic counters every peer has; the others are zero, or all of
     // them are in `all` (a peer that saw trouble: resends, lost paths, ...).
     std::uint64_t frames_sent = 0;
