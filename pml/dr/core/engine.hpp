@@ -116,7 +116,7 @@ struct PeerFlow {
     std::uint64_t eager_sent = 0;        // sender: charged bytes, ever
     std::uint64_t released_by_peer = 0;  // sender: the peer's latest cumulative report
     std::uint64_t released = 0;          // receiver: this peer's bytes we released, ever
-    std::uint64_t reported = 0;          // receiver: value of our last CREDIT
+    std::uint64_t reported = 0;          // receiver: what our last report said (CREDIT or ACK)
 };
 
 class Engine {
