@@ -257,19 +257,19 @@ void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool 
             gate_->answer_credit(peer);
         return;
     }
+    // Reports go in batches of a quarter window (at once to a starved
+    // sender): most releases end here.
     const std::uint64_t unreported = f.released - f.reported;
-    const bool batch_due = unreported > 0 && unreported >= eager_window() / 4;
+    if (unreported == 0 || (!starved && unreported < eager_window() / 4))
+        return;
     if (gate_ != nullptr && !accepts_local(peer)) {
         // The full protocol: ACK frames carry our reports; a later release
         // (a receive was posted) large enough to matter goes in an ACK now.
-        if (batch_due)
+        if (unreported >= eager_window() / 4)
             gate_->answer_credit(peer);
         return;
     }
-    // Trusted local paths (no ACKs) or no reliability layer: CREDIT frames,
-    // in batches of a quarter window, at once when the sender is starved.
-    if (unreported == 0 || (!starved && !batch_due))
-        return;
+    // Trusted local paths (no ACKs) or no reliability layer: CREDIT frames.
     f.reported = f.released;
     sink.on_credit(peer, f.released);
 }
