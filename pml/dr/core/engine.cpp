@@ -177,20 +177,6 @@ bool Engine::try_charge_eager(PeerId peer, std::uint64_t bytes, bool force) noex
     return true;
 }
 
-std::string_view to_string(EagerGrant g) noexcept {
-    switch (g) {
-        case EagerGrant::Send:
-            return "send";
-        case EagerGrant::SendAndAsk:
-            return "send-and-ask";
-        case EagerGrant::Wait:
-            return "wait";
-        case EagerGrant::NoRoom:
-            return "no-room";
-    }
-    return "?";
-}
-
 EagerGrant Engine::grant_eager_near_full(PeerId peer, std::uint64_t bytes) noexcept {
     if (peer >= flow_.size())
         return EagerGrant::NoRoom;

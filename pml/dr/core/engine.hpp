@@ -11,7 +11,6 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -110,7 +109,6 @@ enum class EagerGrant : std::uint8_t {
     Wait,        // no room, but an answer is on its way: hold the message
     NoRoom,      // no room: send it without data (an RNDV, flagged starved)
 };
-std::string_view to_string(EagerGrant g) noexcept;
 
 struct PeerFlow {
     std::uint64_t eager_sent = 0;        // sender: charged bytes, ever

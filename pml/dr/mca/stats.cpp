@@ -96,10 +96,9 @@ void print_reliability_stats() noexcept {
                     static_cast<unsigned long long>(rest.folded.acks_received),
                     static_cast<unsigned long long>(rest.folded.absences));
     for (PeerId p = 0; p < engine().peer_count(); ++p) {
-        const core::PeerCounters counters = ch->counters_of(p);
-        const core::PeerCounters* c = &counters;
+        const core::PeerCounters c = ch->counters_of(p);  // resting or not
         const core::PeerName* name = engine().peer_name(p);
-        if (name == nullptr || (c->frames_sent == 0 && c->frames_delivered == 0))
+        if (name == nullptr || (c.frames_sent == 0 && c.frames_delivered == 0))
             continue;
         auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
         opal_process_name_t to{};
@@ -113,14 +112,14 @@ void print_reliability_stats() noexcept {
                     "nacks_received=%llu failovers=%llu "
                     "paths_lost=%llu promotions=%llu silent_expiries=%llu probes_sent=%llu "
                     "paths_readmitted=%llu absences=%llu state=%s",
-                    OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), u(c->frames_sent),
-                    u(c->bytes_sent), u(c->retransmits), u(c->nack_retransmits),
-                    u(c->timeout_retransmits), u(c->failover_retransmits), u(c->frames_acked),
-                    u(c->frames_abandoned), u(c->frames_delivered), u(c->duplicates_dropped),
-                    u(c->acks_sent), u(c->acks_received), u(c->nacks_sent), u(c->nacks_received),
-                    u(c->failovers), u(c->paths_lost), u(c->standby_promotions),
-                    u(c->silent_expiries), u(c->probes_sent), u(c->paths_readmitted),
-                    u(c->absences), std::string(core::to_string(ch->peer_state(p))).c_str());
+                    OPAL_NAME_PRINT(*OMPI_PROC_MY_NAME), to_name.c_str(), u(c.frames_sent),
+                    u(c.bytes_sent), u(c.retransmits), u(c.nack_retransmits),
+                    u(c.timeout_retransmits), u(c.failover_retransmits), u(c.frames_acked),
+                    u(c.frames_abandoned), u(c.frames_delivered), u(c.duplicates_dropped),
+                    u(c.acks_sent), u(c.acks_received), u(c.nacks_sent), u(c.nacks_received),
+                    u(c.failovers), u(c.paths_lost), u(c.standby_promotions), u(c.silent_expiries),
+                    u(c.probes_sent), u(c.paths_readmitted), u(c.absences),
+                    std::string(core::to_string(ch->peer_state(p))).c_str());
         for (const PathId path : ch->paths(p)) {
             const core::PathCounters* pc = ch->path_counters(p, path);
             if (pc == nullptr ||
