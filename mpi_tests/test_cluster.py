@@ -736,8 +736,10 @@ def test_rail_blackhole_fails_over_with_dr_at_defaults(cluster, mpi, btl):
 @pytest.mark.parametrize("btl", ["drtcp", "tcp"])
 def test_rail_taken_back_after_blackhole_then_other_rail_fails(cluster, mpi, btl):
     """Paths taken back, at default parameters: rail B of drh2 is black-holed
-    1 s into a 4-host transfer, un-blackholed 3 s later, and 5 s after that
-    (time enough to probe and re-admit the paths over rail B) rail A of drh2
+    1 s into a 4-host transfer, un-blackholed 5 s later (at defaults a path is
+    failed after four backed-off PTOs: under 3 s on a quiet machine, longer
+    when a loaded one inflates the RTT variance), and 5 s after that (time
+    enough to probe and re-admit the paths over rail B) rail A of drh2
     is black-holed for the rest of the job. drh2's peers then have nothing but
     rail B, so the job finishes byte-exact only if dr took the failed paths
     over rail B back into use. The ORTE runtime has no other way between the
@@ -745,14 +747,14 @@ def test_rail_taken_back_after_blackhole_then_other_rail_fails(cluster, mpi, btl
     black hole lets that TCP traffic pass (every BTL packet on the rail still
     vanishes)."""
     mca = {**(DR_DRTCP_BOTH if btl == "drtcp" else DR_TCP_BOTH), **OOB_RAIL_A_KEPT}
-    first = RailCut("drh2", "b", at=1.0, restore_after=3.0, action="blackhole")
-    second = RailCut("drh2", "a", at=9.0, action="blackhole", keep_tcp_ports=OOB_PORTS)
-    # 420 rounds of 512 KiB paced over at least 14 s: rail A goes 5 s before the end
+    first = RailCut("drh2", "b", at=1.0, restore_after=5.0, action="blackhole")
+    second = RailCut("drh2", "a", at=11.0, action="blackhole", keep_tcp_ports=OOB_PORTS)
+    # 480 rounds of 512 KiB paced over at least 16 s: rail A goes 5 s before the end
     result = cluster.run_with_rail_faults(mpi, "rail_transfer", np=4,
-                                          faults=[first, second], args=[420, 1 << 19, 14],
+                                          faults=[first, second], args=[480, 1 << 19, 16],
                                           mca=mca, mpirun_args=["--map-by", "node"])
     result.check(f"run with {first}; {second}")
-    assert "RAIL_TRANSFER OK np=4 rounds=420" in result.stdout, result
+    assert "RAIL_TRANSFER OK np=4 rounds=480" in result.stdout, result
     assert_cut_mid_transfer(result, first)
     assert_cut_mid_transfer(result, second)
     assert first.restored_wall is not None and first.restored_wall < second.cut_wall, \
