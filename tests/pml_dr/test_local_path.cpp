@@ -183,6 +183,46 @@ TEST_F(LocalEngine, OneSegmentReachesThePostedReceive) {
     EXPECT_EQ(e.held_bytes(), 0u);
 }
 
+TEST_F(LocalEngine, TheDirectPathKeepsPostOrderAndMessageOrder) {
+    // A wildcard receive posted before the specific one takes the message
+    // (the direct path is only for a source's own oldest receive).
+    EXPECT_EQ(e.post_recv(kCid, 1, kAnySource, 5, sink), nullptr);
+    EXPECT_EQ(e.post_recv(kCid, 2, 1, 5, sink), nullptr);
+    e.on_local_frame(local_frame(kCid, 1, 5, 0, pattern(8, 1, 0)), {}, sink, kPath, true);
+    ASSERT_EQ(sink.matches.size(), 1u);
+    EXPECT_EQ(sink.matches[0].recv, 1u);
+    // The oldest receive naming the source wants another tag: unexpected.
+    EXPECT_EQ(e.post_recv(kCid, 3, 1, 7, sink), nullptr);  // behind receive 2 (tag 5)
+    e.on_local_frame(local_frame(kCid, 1, 7, 1, pattern(8, 1, 1)), {}, sink, kPath, true);
+    ASSERT_EQ(sink.matches.size(), 2u);
+    EXPECT_EQ(sink.matches[1].recv, 3u) << "the general way searches past the first receive";
+    // Ahead of its turn: held until message 2 comes, then both in order.
+    e.on_local_frame(local_frame(kCid, 1, 5, 3, pattern(8, 1, 3)), {}, sink, kPath, true);
+    EXPECT_EQ(sink.matches.size(), 2u);
+    EXPECT_EQ(e.post_recv(kCid, 4, 1, 5, sink), nullptr);
+    e.on_local_frame(local_frame(kCid, 1, 5, 2, pattern(8, 1, 2)), {}, sink, kPath, true);
+    ASSERT_EQ(sink.matches.size(), 4u);
+    EXPECT_EQ(sink.matches[2].recv, 2u);
+    EXPECT_EQ(sink.matches[2].data, pattern(8, 1, 2));
+    EXPECT_EQ(sink.matches[3].recv, 4u);
+    EXPECT_EQ(sink.matches[3].data, pattern(8, 1, 3));
+    // A sequence number already taken is dropped, not matched to a receive.
+    EXPECT_EQ(e.post_recv(kCid, 5, 1, 5, sink), nullptr);
+    const std::uint64_t dups = e.rx().duplicates;
+    e.on_local_frame(local_frame(kCid, 1, 5, 2, pattern(8, 1, 2)), {}, sink, kPath, true);
+    EXPECT_EQ(sink.matches.size(), 4u);
+    EXPECT_EQ(e.rx().duplicates, dups + 1);
+    // Its turn, its receive first and nothing held: the direct path.
+    e.on_local_frame(local_frame(kCid, 1, 5, 4, pattern(8, 1, 4)), {}, sink, kPath, true);
+    ASSERT_EQ(sink.matches.size(), 5u);
+    EXPECT_EQ(sink.matches[4].recv, 5u);
+    EXPECT_EQ(sink.matches[4].info.seq, 4u);
+    EXPECT_EQ(sink.matches[4].data, pattern(8, 1, 4));
+    EXPECT_EQ(e.rx().local_frames, 6u) << "every frame counted once, whichever way it went";
+    EXPECT_EQ(e.comm(kCid)->posted_count(), 0u);
+    EXPECT_EQ(e.held_bytes(), 0u);
+}
+
 TEST_F(LocalEngine, TwoSegmentsAndEmptyPayloads) {
     // self's sendi hands the header and the user's bytes as two segments.
     const auto payload = pattern(40, 0, 1);

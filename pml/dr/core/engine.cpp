@@ -230,12 +230,8 @@ const PeerFlow* Engine::flow(PeerId peer) const noexcept {
     return peer < flow_.size() ? &flow_[peer] : nullptr;
 }
 
-void Engine::release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool ack_follows,
-                           EngineSink& sink) {
-    if (peer >= flow_.size())
-        return;
-    PeerFlow& f = flow_[peer];
-    f.released += bytes;
+void Engine::report_release(PeerId peer, PeerFlow& f, bool starved, bool ack_follows,
+                            EngineSink& sink) {
     if (ack_follows) {
         // The ACK owed for the frame carries the release; a starved frame's
         // ACK is held for this answer, which goes now.
@@ -491,6 +487,8 @@ void Engine::set_trust(PeerId peer, LocalTrust trust) {
 void Engine::on_local_frame(std::span<const std::uint8_t> header,
                             std::span<const std::uint8_t> payload, EngineSink& sink,
                             std::uint64_t path, bool path_trusted) {
+    if (payload.empty() && path_trusted && take_direct(header, sink, path))
+        return;
     ++rx_.frames;
     rx_.bytes += header.size() + payload.size();
     if (payload.empty()) {  // one segment: the payload follows the header
@@ -513,6 +511,35 @@ void Engine::on_local_frame(std::span<const std::uint8_t> header,
         return;
     }
     on_local_match(*h, header.first(kLocalMatchHeaderSize), payload, sink, path);
+}
+
+bool Engine::take_direct(std::span<const std::uint8_t> frame, EngineSink& sink,
+                         std::uint64_t path) {
+    const auto h = decode_local_match(frame);
+    if (!h)
+        return false;
+    Comm* c = find_comm(h->cid);
+    if (c == nullptr || h->src_rank < 0 ||
+        static_cast<std::size_t>(h->src_rank) >= c->remote.size())
+        return false;
+    const PeerId peer = c->remote[static_cast<std::size_t>(h->src_rank)];
+    Handle recv = 0;
+    if (!accepts_local(peer) || !c->matcher.take_next_posted(h->src_rank, h->tag, h->msg_seq, recv))
+        return false;
+    ++rx_.frames;
+    rx_.bytes += frame.size();
+    ++rx_.local_frames;
+    const auto payload = frame.subspan(kLocalMatchHeaderSize);
+    MessageInfo info;
+    info.peer = peer;
+    info.src = h->src_rank;
+    info.tag = h->tag;
+    info.seq = h->msg_seq;
+    info.msg_len = payload.size();
+    info.path = path;
+    sink.on_match(recv, info, payload);
+    release_eager(peer, payload.size(), false, false, sink);
+    return true;
 }
 
 void Engine::on_local_match(const LocalMatchHdr& h, std::span<const std::uint8_t> header,

@@ -351,8 +351,23 @@ class Engine {
     // on the arrival of a frame that came through the gate, whose ACK will
     // carry the release (starved: that frame asked for it at once); else a
     // LOCAL_MATCH's arrival or a later release (a receive was posted).
+    // Inline: most releases end at the batch test.
     void release_eager(PeerId peer, std::uint64_t bytes, bool starved, bool ack_follows,
-                       EngineSink& sink);
+                       EngineSink& sink) {
+        if (peer >= flow_.size())
+            return;
+        PeerFlow& f = flow_[peer];
+        f.released += bytes;
+        if (ack_follows || starved || f.released - f.reported >= eager_window_ / 4)
+            report_release(peer, f, starved, ack_follows, sink);
+    }
+    // release_eager() past the batch test: the report that may be due.
+    void report_release(PeerId peer, PeerFlow& f, bool starved, bool ack_follows, EngineSink& sink);
+    // The direct small-message path (on_local_frame): a whole LOCAL_MATCH
+    // whose receive is posted and that is next in its source's order, from
+    // the BTL's bytes to the matched receive with one peer lookup. False:
+    // nothing done, the general way decides.
+    bool take_direct(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path);
     // Sender: a credit report (CREDIT, or an ACK's; answer: it answers our
     // credit-starved frame).
     void take_credit(PeerId peer, std::uint64_t released_total, bool answer) noexcept;

@@ -126,6 +126,28 @@ class CommMatcher {
                                         std::span<const std::uint8_t> eager, MatchSink& sink,
                                         std::size_t& held_bytes);
 
+    // The direct path's match (Engine::take_direct): the message from `src`
+    // with msg_seq `seq` is next in its source's order, none of that source's
+    // waits behind it, no MPI_ANY_SOURCE receive is posted and the oldest
+    // receive naming `src` takes `tag`: that receive is unlinked into `out`
+    // and the message counted as arrive() would. False: nothing changed.
+    bool take_next_posted(std::int32_t src, std::int32_t tag, std::uint16_t seq,
+                          Handle& out) noexcept {
+        if (src < 0 || static_cast<std::size_t>(src) >= in_.size() || !wild_.empty())
+            return false;
+        const auto rank = static_cast<std::size_t>(src);
+        Source* s = in_[rank].get();
+        if (s == nullptr || s->posted.empty() || seq != seqs_[rank].expected ||
+            !s->cant_match.empty() || !tag_matches(s->posted.front().tag, tag))
+            return false;
+        out = s->posted.front().recv;
+        s->posted.pop_front();
+        --posted_specific_;
+        ++seqs_[rank].expected;
+        ++stats_.matched_posted;
+        return true;
+    }
+
     [[nodiscard]] const MatchStats& stats() const noexcept { return stats_; }
     [[nodiscard]] std::size_t posted_count() const noexcept {
         return wild_.size() + posted_specific_;

@@ -27,6 +27,7 @@
 
 #include "result.hpp"
 #include "wire.hpp"
+#include "wire_io.hpp"
 
 namespace pml::dr::core {
 
@@ -46,9 +47,28 @@ void encode_local_match(const LocalMatchHdr& h,
                         std::span<std::uint8_t, kLocalMatchHeaderSize> out) noexcept;
 
 // Reads the header at the start of `header` (at least kLocalMatchHeaderSize
-// bytes). Refuses a short buffer, another version or another type.
-plugin::common::Result<LocalMatchHdr> decode_local_match(
-    std::span<const std::uint8_t> header) noexcept;
+// bytes). Refuses a short buffer, another version or another type. Inline:
+// the direct receive path starts here.
+inline plugin::common::Result<LocalMatchHdr> decode_local_match(
+    std::span<const std::uint8_t> header) noexcept {
+    using plugin::common::ErrorCode;
+    using plugin::common::fail;
+    using plugin::common::load_be;
+    if (header.size() < kLocalMatchHeaderSize)
+        return fail(ErrorCode::Truncated, "shorter than a LOCAL_MATCH header");
+    const std::uint8_t* p = header.data();
+    const auto w0 = load_be<std::uint32_t>(p);
+    if ((w0 >> 24) != kWireVersion)
+        return fail(ErrorCode::BadVersion, "LOCAL_MATCH of another wire version");
+    if (((w0 >> 16) & 0xFF) != kLocalMatchType)
+        return fail(ErrorCode::BadType, "not a LOCAL_MATCH");
+    LocalMatchHdr h;
+    h.msg_seq = static_cast<std::uint16_t>(w0 & 0xFFFF);
+    h.cid = load_be<std::uint32_t>(p + 4);
+    h.src_rank = static_cast<std::int32_t>(load_be<std::uint32_t>(p + 8));
+    h.tag = static_cast<std::int32_t>(load_be<std::uint32_t>(p + 12));
+    return h;
+}
 
 // The MATCH fields a LOCAL_MATCH stands for (no checksum: nothing to check).
 MatchFields match_fields_of(const LocalMatchHdr& h, std::size_t payload_len) noexcept;
