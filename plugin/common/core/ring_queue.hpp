@@ -6,11 +6,14 @@
 //
 // Nothing is allocated until the first push, so idle queues (one per source
 // rank of every communicator) cost three words; a ring grown past
-// kKeepCapacity by a burst is freed once the burst has drained.
+// kKeepCapacity by a burst is freed once the burst has drained. The ring's
+// index mask is kept, not derived from a vector's size (a division by the
+// element size on every access).
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <type_traits>
-#include <vector>
 
 namespace plugin::common {
 
@@ -21,23 +24,25 @@ class RingQueue {
   public:
     [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
-    [[nodiscard]] std::size_t capacity() const noexcept { return ring_.size(); }
+    [[nodiscard]] std::size_t capacity() const noexcept {
+        return ring_ ? mask_ + std::size_t{1} : 0;
+    }
 
     // i-th element from the front; i < size().
-    T& operator[](std::size_t i) noexcept { return ring_[(head_ + i) & mask()]; }
-    const T& operator[](std::size_t i) const noexcept { return ring_[(head_ + i) & mask()]; }
+    T& operator[](std::size_t i) noexcept { return ring_[(head_ + i) & mask_]; }
+    const T& operator[](std::size_t i) const noexcept { return ring_[(head_ + i) & mask_]; }
     T& front() noexcept { return ring_[head_]; }
     const T& front() const noexcept { return ring_[head_]; }
 
     void push_back(const T& v) {
-        if (size_ == ring_.size())
+        if (size_ == capacity())
             grow();
-        ring_[(head_ + size_) & mask()] = v;
+        ring_[(head_ + size_) & mask_] = v;
         ++size_;
     }
     // Not empty.
     void pop_front() noexcept {
-        head_ = (head_ + 1) & mask();
+        head_ = (head_ + 1) & mask_;
         if (--size_ == 0)
             emptied();
     }
@@ -67,25 +72,28 @@ class RingQueue {
     }
 
   private:
-    [[nodiscard]] std::size_t mask() const noexcept { return ring_.size() - 1; }
-
     void emptied() noexcept {
         head_ = 0;
-        if (ring_.size() > kKeepCapacity)
-            std::vector<T>().swap(ring_);
+        if (capacity() > kKeepCapacity) {
+            ring_.reset();
+            mask_ = 0;
+        }
     }
 
     void grow() {
-        std::vector<T> bigger(ring_.empty() ? kFirstCapacity : ring_.size() * 2);
+        const std::size_t cap = ring_ ? 2 * capacity() : kFirstCapacity;
+        auto bigger = std::make_unique<T[]>(cap);
         for (std::size_t i = 0; i < size_; ++i)
             bigger[i] = (*this)[i];
-        ring_.swap(bigger);
+        ring_ = std::move(bigger);
+        mask_ = static_cast<std::uint32_t>(cap - 1);
         head_ = 0;
     }
 
     static constexpr std::size_t kFirstCapacity = 8;  // a power of two, as every later size
-    std::vector<T> ring_;
-    std::size_t head_ = 0;
+    std::unique_ptr<T[]> ring_;
+    std::uint32_t mask_ = 0;  // capacity - 1 while ring_ is allocated
+    std::uint32_t head_ = 0;
     std::size_t size_ = 0;
 };
 

@@ -11,11 +11,9 @@ using plugin::common::fail;
 
 CommMatcher::CommMatcher(std::uint32_t nsources) : seqs_(nsources), in_(nsources) {}
 
-CommMatcher::Source& CommMatcher::source(std::size_t rank) {
-    std::unique_ptr<Source>& s = in_[rank];
-    if (!s)
-        s = std::make_unique<Source>();
-    return *s;
+CommMatcher::Source& CommMatcher::make_source(std::size_t rank) {
+    in_[rank] = std::make_unique<Source>();
+    return *in_[rank];
 }
 
 std::uint16_t CommMatcher::next_send_seq(std::int32_t dst) noexcept {

@@ -211,7 +211,11 @@ class CommMatcher {
     UnexpectedPtr erase_unexpected(Source& s, std::list<UnexpectedPtr>::iterator it) noexcept;
 
     // The rank's queues, made on first use.
-    Source& source(std::size_t rank);
+    Source& source(std::size_t rank) {
+        Source* s = in_[rank].get();
+        return s != nullptr ? *s : make_source(rank);
+    }
+    Source& make_source(std::size_t rank);
 
     std::vector<Seqs> seqs_;
     std::vector<std::unique_ptr<Source>> in_;  // null: nothing ever queued for the rank
