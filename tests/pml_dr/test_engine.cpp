@@ -240,6 +240,20 @@ TEST_F(EngineTest, UnknownPeerDropped) {
     EXPECT_EQ(e->held_bytes(), 0u);
 }
 
+TEST_F(EngineTest, SpoofedRankDroppedWhileItsReceiveWaits) {
+    // The direct path (a receive first in line for the claimed rank) checks
+    // the sender as the general one does.
+    const auto p = pattern(10, 0, 0);
+    EXPECT_EQ(e->post_recv(kCid, 1, 0, 5, sink), nullptr);
+    expect_dropped(match_frame(kJob, 1, kCid, 0, 5, 0, p), "bad_rank");  // B claims rank 0
+    EXPECT_EQ(e->comm(kCid)->posted_count(), 1u);
+    expect_accepted(match_frame(kJob, 0, kCid, 0, 5, 0, p));
+    ASSERT_EQ(sink.matches.size(), 1u);
+    EXPECT_EQ(sink.matches[0].recv, 1u);
+    EXPECT_EQ(sink.matches[0].info.src, 0);
+    EXPECT_EQ(e->comm(kCid)->posted_count(), 0u);
+}
+
 TEST_F(EngineTest, SpoofedRankDropped) {
     const auto p = pattern(10, 0, 0);
     // B (rank 1) claims to be rank 0.

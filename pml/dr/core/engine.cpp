@@ -300,8 +300,21 @@ bool Engine::on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sin
         return false;
     ++rx_.frames;
     rx_.bytes += frame.size();
-    if (gate_ == nullptr || pass_gate(*peer, path, h.common, frame.size()))
-        on_match_or_rndv(*peer, h.match, nullptr, h.common.flags, payload, frame, sink, path);
+    if (gate_ != nullptr && !pass_gate(*peer, path, h.common, frame.size()))
+        return true;
+    // The direct path when the sender is who it says and its receive is
+    // first in line; the general one (on_match_or_rndv) for everything else.
+    const MatchFields& m = h.match;
+    Comm* c = find_comm(m.cid);
+    if (c != nullptr && m.src_rank >= 0 &&
+        static_cast<std::size_t>(m.src_rank) < c->remote.size() &&
+        c->remote[static_cast<std::size_t>(m.src_rank)] == *peer &&
+        match_direct(*c, *peer, m, h.common.flags, payload, sink, path)) {
+        release_eager(*peer, payload.size(), (h.common.flags & kFlagCreditStarved) != 0,
+                      gate_ != nullptr, sink);
+        return true;
+    }
+    on_match_or_rndv(*peer, m, nullptr, h.common.flags, payload, frame, sink, path);
     return true;
 }
 
@@ -523,22 +536,34 @@ bool Engine::take_direct(std::span<const std::uint8_t> frame, EngineSink& sink,
         static_cast<std::size_t>(h->src_rank) >= c->remote.size())
         return false;
     const PeerId peer = c->remote[static_cast<std::size_t>(h->src_rank)];
-    Handle recv = 0;
-    if (!accepts_local(peer) || !c->matcher.take_next_posted(h->src_rank, h->tag, h->msg_seq, recv))
+    if (!accepts_local(peer))
+        return false;
+    const MatchFields m{h->cid, h->src_rank, h->tag, h->msg_seq};
+    const auto payload = frame.subspan(kLocalMatchHeaderSize);
+    if (!match_direct(*c, peer, m, 0, payload, sink, path))
         return false;
     ++rx_.frames;
     rx_.bytes += frame.size();
     ++rx_.local_frames;
-    const auto payload = frame.subspan(kLocalMatchHeaderSize);
+    release_eager(peer, payload.size(), false, false, sink);
+    return true;
+}
+
+bool Engine::match_direct(Comm& c, PeerId peer, const MatchFields& m, std::uint16_t flags,
+                          std::span<const std::uint8_t> payload, EngineSink& sink,
+                          std::uint64_t path) {
+    Handle recv = 0;
+    if (!c.matcher.take_next_posted(m.src_rank, m.tag, m.msg_seq, recv))
+        return false;
     MessageInfo info;
     info.peer = peer;
-    info.src = h->src_rank;
-    info.tag = h->tag;
-    info.seq = h->msg_seq;
+    info.src = m.src_rank;
+    info.tag = m.tag;
+    info.seq = m.msg_seq;
+    info.sync = (flags & kFlagSync) != 0;
     info.msg_len = payload.size();
     info.path = path;
     sink.on_match(recv, info, payload);
-    release_eager(peer, payload.size(), false, false, sink);
     return true;
 }
 

@@ -358,7 +358,7 @@ class Engine {
             return;
         PeerFlow& f = flow_[peer];
         f.released += bytes;
-        if (ack_follows || starved || f.released - f.reported >= eager_window_ / 4)
+        if (ack_follows ? starved : f.released - f.reported >= eager_window_ / 4)
             report_release(peer, f, starved, ack_follows, sink);
     }
     // release_eager() past the batch test: the report that may be due.
@@ -368,6 +368,12 @@ class Engine {
     // the BTL's bytes to the matched receive with one peer lookup. False:
     // nothing done, the general way decides.
     bool take_direct(std::span<const std::uint8_t> frame, EngineSink& sink, std::uint64_t path);
+    // The end of both direct paths (a LOCAL_MATCH, a gated MATCH): the
+    // message from m.src_rank of `c` (checked to be `peer`) matched to the
+    // receive first in line for it (CommMatcher::take_next_posted). False:
+    // nothing done.
+    bool match_direct(Comm& c, PeerId peer, const MatchFields& m, std::uint16_t flags,
+                      std::span<const std::uint8_t> payload, EngineSink& sink, std::uint64_t path);
     // Sender: a credit report (CREDIT, or an ACK's; answer: it answers our
     // credit-starved frame).
     void take_credit(PeerId peer, std::uint64_t released_total, bool answer) noexcept;
