@@ -195,11 +195,13 @@ struct SubmitResult {
     [[nodiscard]] bool ok() const noexcept { return status == SubmitStatus::Ok; }
 };
 
-// What check_submit_on() found: the answer, the seq the frame will get, and
-// (for submit_checked(), opaque to the caller) the path's slot.
+// What check_submit_on() found: the answer, the seq the frame will get, the
+// cumulative ack it carries, and (for submit_checked(), opaque to the
+// caller) the path's slot.
 struct SubmitCheck {
     SubmitStatus status = SubmitStatus::UnknownPeer;
     std::uint32_t seq = 0;  // valid when ok()
+    std::uint32_t ack = 0;  // ack_seq() now, valid when ok()
     std::uint8_t slot = 0xFF;
     [[nodiscard]] bool ok() const noexcept { return status == SubmitStatus::Ok; }
 };
@@ -484,9 +486,10 @@ class ReliableChannel {
     // inside its send) may transmit first and submit_on() right after: the
     // bookkeeping then leaves the path from the send to the wire.
     SubmitCheck check_submit_on(PeerId peer, PathId path);
-    // submit_on() of the frame `check` allowed, without checking again. If
-    // anything was submitted to the peer in between (the seq moved on), it
-    // is a plain submit_on().
+    // submit_on() of the frame `check` allowed, without checking again, and
+    // ack_carried(peer, check.ack): the frame carries that ack. If anything
+    // was submitted to the peer in between (the seq moved on), it is a plain
+    // submit_on().
     SubmitResult submit_checked(PeerId peer, PathId path, const SubmitCheck& check,
                                 FrameToken token, Micros now, std::size_t bytes = 0);
     // The transmission of `ref` on `path` just recorded by submit_on() will

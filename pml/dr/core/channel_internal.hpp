@@ -298,6 +298,8 @@ struct ReliableChannel::Ops {
     static void settle(Ch& ch, Peer& p);
     // The peer has a frame of ours to acknowledge or we owe it an ACK: list
     // it in active_ (pruned by flush_acks once neither holds).
+    // ack_carried() for a peer already found.
+    static void carried_by_frame(Peer& p, std::uint32_t ack_seq) noexcept;
     static void mark_active(Ch& ch, Peer& p) {
         if (!p.active) {
             p.active = true;

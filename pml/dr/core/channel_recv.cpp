@@ -142,13 +142,17 @@ std::uint32_t ReliableChannel::ack_seq(PeerId peer) const noexcept {
 }
 
 void ReliableChannel::ack_carried(PeerId peer, std::uint32_t ack_seq) noexcept {
-    Peer* p = find(peer);
+    if (Peer* p = find(peer); p != nullptr)
+        Ops::carried_by_frame(*p, ack_seq);
+}
+
+void ReliableChannel::Ops::carried_by_frame(Peer& p, std::uint32_t ack_seq) noexcept {
     // Arrivals out of order owe a selective ACK, which a data frame cannot carry.
-    if (p == nullptr || p->rx_unacked == 0 || ack_seq != p->rx.cum() || !p->dirty.empty())
+    if (p.rx_unacked == 0 || ack_seq != p.rx.cum() || !p.dirty.empty())
         return;
-    p->rx_unacked = 0;
-    p->ack_due = kNever;  // its timer entry fires, finds nothing due and re-indexes
-    ++p->counters.acks_carried;
+    p.rx_unacked = 0;
+    p.ack_due = kNever;  // its timer entry fires, finds nothing due and re-indexes
+    ++p.counters.acks_carried;
 }
 
 bool ReliableChannel::is_fresh(PeerId peer, std::uint32_t seq) const noexcept {

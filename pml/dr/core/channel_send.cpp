@@ -494,7 +494,8 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
     set_state(ch, p, f, FrameState::InFlight, "submitted");
     mark_active(ch, p);
     p.last_submit = now;
-    if (p.unacked++ == 0) {
+    const bool first_unacked = p.unacked++ == 0;
+    if (first_unacked) {
         p.last_progress = now;
         if (p.probes_paused)
             resume_probes(ch, p, now);
@@ -503,9 +504,13 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
     ++p.counters.frames_submitted;
     record_transmit(ch, p, f, slot, now, false, owed);
     // What this may have armed: the path's ACK timer and watchdog, and the
-    // peer-death clock.
+    // peer-death clock, which starts with the first unacknowledged frame
+    // (for later ones the peer is indexed no later than it already: its
+    // inputs, last_progress and back_at, only move forward).
     const PathSlot& pa = p.paths[slot];
-    due_by(ch, p, std::min({pa.ack_deadline, owed ? pa.wd_deadline : kNever, dead_at(ch, p)}));
+    due_by(ch, p,
+           std::min({pa.ack_deadline, owed ? pa.wd_deadline : kNever,
+                     first_unacked ? dead_at(ch, p) : kNever}));
     return seq;
 }
 
@@ -562,15 +567,20 @@ SubmitCheck ReliableChannel::check_submit_on(PeerId peer, PathId path) {
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
-    return {SubmitStatus::Ok, p->next_seq, slot};
+    return {SubmitStatus::Ok, p->next_seq, p->rx.cum(), slot};
 }
 
 SubmitResult ReliableChannel::submit_checked(PeerId peer, PathId path, const SubmitCheck& check,
                                              FrameToken token, Micros now, std::size_t bytes) {
     Peer* p = find(peer);
-    if (!check.ok() || p == nullptr || p->next_seq != check.seq)
-        return submit_on(peer, path, token, now, bytes);
-    return {SubmitStatus::Ok, Ops::add_frame(*this, *p, check.slot, token, now, bytes, false)};
+    if (!check.ok() || p == nullptr || p->next_seq != check.seq) {
+        const SubmitResult r = submit_on(peer, path, token, now, bytes);
+        ack_carried(peer, check.ack);
+        return r;
+    }
+    const std::uint32_t seq = Ops::add_frame(*this, *p, check.slot, token, now, bytes, false);
+    Ops::carried_by_frame(*p, check.ack);
+    return {SubmitStatus::Ok, seq};
 }
 
 SubmitResult ReliableChannel::submit_on(PeerId peer, PathId path, FrameToken token, Micros now,

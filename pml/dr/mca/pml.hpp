@@ -256,6 +256,8 @@ int isend_init(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int 
 void send_control(core::PeerId peer, std::span<const std::uint8_t> frame) noexcept;
 // The common header of a frame to `peer` (its ack_seq the channel's current one).
 core::Common make_common(core::PeerId peer, std::uint16_t flags) noexcept;
+// make_common() with the ack_seq already known (SubmitCheck::ack).
+core::Common common_acking(std::uint32_t ack_seq, std::uint16_t flags) noexcept;
 inline std::uint16_t csum_flag(bool csum) noexcept {
     return csum ? core::kFlagPayloadCsum : 0;
 }

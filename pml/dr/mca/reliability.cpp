@@ -677,18 +677,19 @@ namespace {
 // wire. Not on self, which delivers inside sendi (the ACK of a frame not yet
 // recorded could come back), nor on a BTL fault injection is to kill. False:
 // nothing sent, nothing recorded (the usual order follows).
-bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noexcept {
+bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path,
+                       const core::SubmitCheck* checked) noexcept {
     mca_btl_base_module_t* btl = bb->btl;
     const std::size_t size = sf->bytes.size();
     if (!sendi_fits(btl, size) || btl == g_rel.self_btl || sf->repack || sf->prebuilt != nullptr ||
         is_fail_btl(btl))
         return false;
     const PeerId peer = sf->peer;
-    const core::SubmitCheck check = chan().check_submit_on(peer, path);
+    const core::SubmitCheck check =
+        checked != nullptr ? *checked : chan().check_submit_on(peer, path);
     if (!check.ok())
         return false;
-    const std::uint32_t ack = ack_seq_for(peer);
-    stamp_copy(sf, check.seq, ack, sf->flags, false);
+    stamp_copy(sf, check.seq, check.ack, sf->flags, false);
     if (!sendi_copy(sf, bb))
         return false;
     advance(sf, core::CopyState::InChannel, "sent inline");
@@ -700,7 +701,6 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
         peer, path, check, reinterpret_cast<core::FrameToken>(sf), g_rel.now, size);
     sf->seq = res.seq;
     handed_over(sf);
-    chan().ack_carried(peer, ack);
     if (!res.ok() || res.seq != check.seq) {
         logf(*state().log, LogLevel::Error,
              "frame to peer %u sent as seq %u but recorded as %u (%s)", peer, check.seq, res.seq,
@@ -715,9 +715,10 @@ bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path) noe
 
 }  // namespace
 
-int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcept {
+int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed,
+                  const core::SubmitCheck* checked) noexcept {
     const PathId path = path_of(bb->btl);
-    if (sendi_then_record(sf, bb, path)) {
+    if (sendi_then_record(sf, bb, path, checked)) {
         if (handed != nullptr)
             *handed = true;
         settle_batches();
@@ -755,6 +756,10 @@ int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed) noexcep
     settle_batches();
     rearm();
     return OMPI_SUCCESS;
+}
+
+core::SubmitCheck check_submit(PeerId peer, const mca_btl_base_module_t* btl) noexcept {
+    return chan().check_submit_on(peer, path_of(btl));
 }
 
 bool use_peer(PeerId peer) noexcept {

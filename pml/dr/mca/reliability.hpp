@@ -84,7 +84,13 @@ int submit_frame(StoredFrame* sf, const mca_btl_base_module_t* hint) noexcept;
 // out on at once (no round trip through the channel's output), unless the
 // channel declared that path failed: then it picks another.
 // handed (optional): whether a BTL took the frame before this returned.
-int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed = nullptr) noexcept;
+// checked (optional): check_submit_on() for this peer and path, made by the
+// caller to encode the frame with its seq and ack (nothing submitted since).
+int submit_direct(StoredFrame* sf, mca_bml_base_btl_t* bb, bool* handed = nullptr,
+                  const core::SubmitCheck* checked = nullptr) noexcept;
+// The channel's check_submit_on() for a frame to `peer` over `btl`; the
+// peer's state is made on its first use (as use_peer()).
+core::SubmitCheck check_submit(core::PeerId peer, const mca_btl_base_module_t* btl) noexcept;
 // The channel's state for `peer`, made on its first use from the paths the
 // glue offers (false: it has none, the peer is unreachable). Every way into
 // the full protocol calls it (the inline send, start_send through

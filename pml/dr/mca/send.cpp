@@ -361,11 +361,15 @@ bool csum_wanted(const mca_btl_base_module_t* btl) noexcept {
 }
 
 core::Common make_common(core::PeerId peer, std::uint16_t flags) noexcept {
+    return common_acking(ack_seq_for(peer), flags);
+}
+
+core::Common common_acking(std::uint32_t ack_seq, std::uint16_t flags) noexcept {
     core::Common c;
     c.flags = flags;
     c.src_jobid = OMPI_PROC_MY_NAME->jobid;
     c.src_vpid = OMPI_PROC_MY_NAME->vpid;
-    c.ack_seq = ack_seq_for(peer);
+    c.ack_seq = ack_seq;
     return c;
 }
 

@@ -73,9 +73,12 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
         local_send(buf, count, dt, dst, tag, comm, proc, peer, *matcher, bb) == OMPI_SUCCESS)
         return OMPI_SUCCESS;
     // The full protocol from here, with the channel's state for the peer
-    // (made on its first use). The frame must fit every path to the peer: a
-    // resend may take another.
-    if (!use_peer(peer) || core::kMatchHeaderSize + type_size * count > eager_cap(peer))
+    // (made on its first use) and its word on a frame over bb: the seq and
+    // ack to encode (when it says no, submit_direct finds the way). The
+    // frame must fit every path to the peer: a resend may take another.
+    const core::SubmitCheck check = check_submit(peer, bb->btl);
+    if (check.status == core::SubmitStatus::UnknownPeer ||
+        core::kMatchHeaderSize + type_size * count > eager_cap(peer))
         return OMPI_ERR_NOT_AVAILABLE;
 
     // Packed straight into the copy the reliability layer keeps: a plain
@@ -129,9 +132,10 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     if (csum && !crc_done)
         crc = plugin::common::crc32c(frame + core::kMatchHeaderSize, size);
     core::MatchHdr h;
-    h.common = make_common(
-        peer, static_cast<std::uint16_t>(csum_flag(csum) | (ask ? core::kFlagCreditStarved : 0)));
-    h.common.frame_seq = sf->encoded_seq = next_seq(peer);
+    const auto flags =
+        static_cast<std::uint16_t>(csum_flag(csum) | (ask ? core::kFlagCreditStarved : 0));
+    h.common = check.ok() ? common_acking(check.ack, flags) : make_common(peer, flags);
+    h.common.frame_seq = sf->encoded_seq = check.ok() ? check.seq : next_seq(peer);
     h.match.cid = plugin::common::local_cid(comm);
     h.match.src_rank = comm->c_my_rank;
     h.match.tag = tag;
@@ -140,7 +144,7 @@ int send_inline(const void* buf, size_t count, ompi_datatype_t* dt, int dst, int
     h.match.payload_crc = csum ? crc : 0;
     (void)core::encode(h, std::span<std::uint8_t>(frame, core::kMatchHeaderSize));
     bool handed = false;
-    const int rc = submit_direct(sf, bb, &handed);
+    const int rc = submit_direct(sf, bb, &handed, check.ok() ? &check : nullptr);
     if (rc != OMPI_SUCCESS) {
         matcher->undo_send_seq(dst);
         engine().uncharge_eager(peer, size);
