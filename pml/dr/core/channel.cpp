@@ -244,7 +244,7 @@ Micros ReliableChannel::Ops::deadline(const Ch& ch, const Peer& p) noexcept {
             continue;
         d = std::min({d, pa.ack_deadline, pa.wd_deadline});
     }
-    if (p.unacked > 0)
+    if (p.tx.unacked() > 0)
         d = std::min(d, dead_at(ch, p));
     return std::min({d, window_release_at(ch, p), rest_at(ch, p)});
 }
@@ -257,7 +257,7 @@ Micros ReliableChannel::Ops::dead_at(const Ch& ch, const Peer& p) noexcept {
 }
 
 Micros ReliableChannel::Ops::window_release_at(const Ch& ch, const Peer& p) noexcept {
-    if (p.window.empty() || p.unreleased != 0)
+    if (!p.tx.allocated() || p.tx.unreleased() != 0)
         return kNever;
     return add_saturating(std::max(p.last_submit, p.last_progress), ch.params_.window_idle_release);
 }
@@ -326,11 +326,11 @@ void ReliableChannel::Ops::fire(Ch& ch, Peer& p, Micros now) {
         if (p.state == PeerState::Alive && p.paths[i].probe_deadline <= now)
             probe_expired(ch, p, slot, now);
     }
-    if (p.state == PeerState::Alive && p.unacked > 0 && dead_at(ch, p) <= now)
+    if (p.state == PeerState::Alive && p.tx.unacked() > 0 && dead_at(ch, p) <= now)
         kill(ch, p, "nothing acknowledged for peer_dead_timeout");
     // Every slot is free (una == next_seq): nothing in the window is state.
     if (window_release_at(ch, p) <= now) {
-        std::vector<TxFrame>().swap(p.window);
+        p.tx.free_slots();
         ++p.counters.windows_released;
     }
     // After this visit's outputs (an ACK it flushed needs the peer).
@@ -397,10 +397,10 @@ void ReliableChannel::drain_outputs() {
                 // Skip what became moot in the meantime (path failed, peer
                 // gone, frame abandoned): its completion is no longer owed.
                 Peer* p = find(o.peer);
-                if (p == nullptr || p->window.empty())
+                if (p == nullptr || !p->tx.allocated())
                     break;
                 const std::uint8_t slot = Ops::find_slot(*p, o.path);
-                const TxFrame& f = Ops::tx(*this, *p, o.ref.seq);
+                const TxFrame& f = p->tx.at(o.ref.seq);
                 if (slot == kNoSlot || f.state == FrameState::Free || f.seq != o.ref.seq ||
                     f.token != o.ref.token || (f.pending & slot_bit(slot)) == 0)
                     break;
@@ -453,9 +453,8 @@ void ReliableChannel::add_peer(PeerId peer) {
         return;
     auto p = std::make_unique<Peer>();
     p->id = peer;
-    p->next_seq = p->una = params_.first_seq;
-    p->cum_acked = p->carried = static_cast<std::uint32_t>(params_.first_seq - 1u);
-    p->rx = RxTracker(p->cum_acked);
+    p->tx.restart(params_.first_seq);
+    p->rx = RxTracker(p->tx.cum_acked());
     p->peer_max_ack_delay = params_.ack_delay;  // until its ACK frames say otherwise
     Ops::wake(*this, *p);
     // No slots reserved: most peers have one path (issue 27: 8 reserved slots
@@ -473,10 +472,10 @@ void ReliableChannel::remove_peer(PeerId peer) {
     Peer* p = find(peer);
     if (p == nullptr)
         return;
-    if (!p->window.empty()) {
+    if (p->tx.allocated()) {
         Ops::settle(*this, *p);
-        for (std::uint32_t s = p->una; s != p->next_seq; s = seq_after(s)) {
-            const TxFrame& f = Ops::tx(*this, *p, s);
+        for (std::uint32_t s = p->tx.una(); s != p->tx.next_seq(); s = seq_after(s)) {
+            const TxFrame& f = p->tx.at(s);
             if (f.state == FrameState::InFlight) {
                 Ops::emit(*this, Output::Kind::Abandoned, peer, 0, f.token);
             } else if (f.state == FrameState::Acked) {
@@ -676,12 +675,12 @@ std::size_t ReliableChannel::live_paths(PeerId peer) const noexcept {
 
 std::size_t ReliableChannel::unreleased(PeerId peer) const noexcept {
     const Peer* p = find(peer);
-    return p != nullptr ? p->unreleased : 0;
+    return p != nullptr ? p->tx.unreleased() : 0;
 }
 
 std::size_t ReliableChannel::unacked(PeerId peer) const noexcept {
     const Peer* p = find(peer);
-    return p != nullptr ? p->unacked : 0;
+    return p != nullptr ? p->tx.unacked() : 0;
 }
 
 std::size_t ReliableChannel::memory_bytes() const noexcept {
@@ -695,9 +694,8 @@ std::size_t ReliableChannel::memory_bytes() const noexcept {
     for (const auto& p : peers_) {
         if (!p)
             continue;
-        n += sizeof(Peer) + p->paths.capacity() * sizeof(PathSlot) +
-             p->window.capacity() * sizeof(TxFrame) + p->rx.memory_bytes() +
-             p->dirty.capacity() * sizeof(std::uint32_t);
+        n += sizeof(Peer) + p->paths.capacity() * sizeof(PathSlot) + p->tx.memory_bytes() +
+             p->rx.memory_bytes() + p->dirty.capacity() * sizeof(std::uint32_t);
     }
     return n;
 }

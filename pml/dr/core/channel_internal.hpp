@@ -14,6 +14,7 @@
 #include "recovery.hpp"
 #include "rx_tracker.hpp"
 #include "seq.hpp"
+#include "tx_window.hpp"
 
 namespace pml::dr::core {
 
@@ -21,32 +22,9 @@ namespace pml::dr::core {
 // linkage, may hold these types; the namespace keeps them out of the way.
 namespace channel_detail {
 
-inline constexpr std::uint8_t kNoSlot = 0xFF;
-
-// The seq after s. 0 means "none" on the wire and is skipped.
-constexpr std::uint32_t seq_after(std::uint32_t s) noexcept {
-    const auto n = static_cast<std::uint32_t>(s + 1u);
-    return n == 0 ? 1u : n;
-}
-
 constexpr std::uint32_t slot_bit(std::uint8_t slot) noexcept {
     return std::uint32_t{1} << slot;
 }
-
-struct TxFrame {
-    FrameToken token = 0;
-    Micros last_tx = 0;          // time of the latest transmission
-    std::uint64_t tx_order = 0;  // per-peer transmission counter at that time
-    std::uint32_t seq = 0;
-    std::uint32_t pending = 0;  // path slots that owe a local completion
-    std::uint32_t bytes = 0;    // for counters only
-    FrameState state = FrameState::Free;
-    std::uint8_t path = kNoSlot;  // slot whose PTO timer covers the frame
-    std::uint8_t tx_count = 0;    // transmissions, saturating (1: an RTT sample may come of it)
-    // Transmitted on more than one path: its acknowledgement says nothing
-    // about which one delivered it, so it credits none.
-    bool mixed = false;
-};
 
 struct PathSlot {
     PathId id = 0;
@@ -94,18 +72,10 @@ struct ReliableChannel::Peer {
     Micros indexed = kNever;  // this peer's entry in timers_
 
     // sender
-    std::vector<TxFrame> window;  // `window` slots, allocated on the first submit
-    std::uint32_t next_seq = 1;   // next to assign
-    std::uint32_t una = 1;        // oldest seq holding a slot (== next_seq: none)
-    std::uint32_t cum_acked = 0;  // highest cumulative ack applied
-    // Highest ack_seq the peer's frames carried (>= cum_acked): applied in
-    // batches, as an ACK frame would be (settle()).
-    std::uint32_t carried = 0;
-    Micros carried_at = 0;   // when `carried` arrived: the time its progress counts from
+    TxWindow tx;             // the frames out, what the peer acknowledged of them
+    Micros carried_at = 0;   // when tx.carried() arrived: the time its progress counts from
     bool batch_due = false;  // listed in batch_due_ (settle_every carried, not settled)
     std::uint64_t tx_counter = 0;
-    std::uint32_t unacked = 0;      // InFlight frames
-    std::uint32_t unreleased = 0;   // InFlight + Acked frames
     Micros last_progress = 0;       // last ack progress, or when unacked left 0
     Micros peer_max_ack_delay = 0;  // the peer's bound on holding an ACK (its ACK frames say)
     std::uint32_t probe_ids = 0;    // PROBE ids issued to this peer
@@ -195,10 +165,6 @@ struct ReliableChannel::Ops {
 
     enum class AckCheck { Ok, Stale, Bad };
 
-    static TxFrame& tx(Ch& ch, Peer& p, std::uint32_t seq) noexcept {
-        return p.window[seq & (ch.params_.window - 1)];
-    }
-
     static std::uint8_t find_slot(const Peer& p, PathId id) noexcept {
         for (std::size_t i = 0; i < p.paths.size(); ++i)
             if (p.paths[i].id == id)
@@ -286,7 +252,6 @@ struct ReliableChannel::Ops {
     static void sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, FrameRef ref, Micros now);
     // The BTL finished a transmission of `ref` on path `slot` (on_local_complete).
     static void complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok, Micros now);
-    static void advance_una(Ch& ch, Peer& p) noexcept;
     static void ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan);
     static AckCheck check_ack(const Peer& p, const AckInfo& a) noexcept;
     // A checked ACK (or carried ack_seq): releases, RTT sample, timer

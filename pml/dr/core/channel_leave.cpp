@@ -59,7 +59,7 @@ void ReliableChannel::Ops::try_bye(Ch& ch, Peer& p, Micros now) {
     settle(ch, p);
     if (p.ack_due != kNever)
         flush_acks(ch, p, now);
-    if (p.unacked != 0)
+    if (p.tx.unacked() != 0)
         return;
     // An answer to our PROBE could come after we left: wait for it. A probe
     // of a failed path may never be answered, and nothing comes back then.

@@ -99,7 +99,7 @@ void ReliableChannel::flush_acks(Micros now) {
             if (p->ack_due != kNever)
                 Ops::flush_acks(*this, *p, now);
             reschedule(p->id);
-            if (p->unacked != 0 || p->ack_due != kNever) {
+            if (p->tx.unacked() != 0 || p->ack_due != kNever) {
                 active_[keep++] = id;
                 continue;
             }

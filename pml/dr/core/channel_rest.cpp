@@ -40,7 +40,7 @@ bool troubled(const PeerCounters& c) noexcept {
 
 Micros ReliableChannel::Ops::rest_at(const Ch& ch, const Peer& p) noexcept {
     // Busy peers leave at the first test.
-    if (p.unreleased != 0 || p.ack_due != kNever || p.rx_unacked != 0 || p.rx.ahead() != 0 ||
+    if (p.tx.unreleased() != 0 || p.ack_due != kNever || p.rx_unacked != 0 || p.rx.ahead() != 0 ||
         !p.dirty.empty() || p.batch_due || !p.talked || !p.offered || p.state != PeerState::Alive ||
         p.leave != LeaveState::Staying || p.in_leaving || ch.leave_started_)
         return kNever;
@@ -62,7 +62,7 @@ void ReliableChannel::rest_due(Micros now) {
 void ReliableChannel::rest(Peer& p) {
     static_assert(sizeof(Resting) <= 56, "a rest record fits malloc's 64-byte chunk");
     auto r = std::make_unique<Resting>();
-    r->next_seq = p.next_seq;
+    r->next_seq = p.tx.next_seq();
     r->rx_cum = p.rx.cum();
     r->probe_ids = p.probe_ids;
     r->listed_active = p.active;
@@ -102,9 +102,8 @@ void ReliableChannel::Ops::wake(Ch& ch, Peer& p) {
     if (!ch.resting(p.id))
         return;
     std::unique_ptr<Resting> r = std::move(ch.resting_[p.id]);
-    p.next_seq = p.una = r->next_seq;
     // As add_peer() starts at first_seq: everything before is acknowledged.
-    p.cum_acked = p.carried = static_cast<std::uint32_t>(r->next_seq - 1u);
+    p.tx.restart(r->next_seq);
     p.rx = RxTracker(r->rx_cum);
     p.probe_ids = r->probe_ids;
     p.talked = true;  // still listed in talked_

@@ -117,28 +117,15 @@ void ReliableChannel::Ops::release_if_done(Ch& ch, Peer& p, TxFrame& f) {
 
 void ReliableChannel::Ops::release(Ch& ch, Peer& p, TxFrame& f, const char* reason) {
     set_state(ch, p, f, FrameState::Free, reason);
-    --p.unreleased;
+    p.tx.released_one();
     ch.released_.emplace_back(p.id, f.token);
 }
 
-// Frees window slots from the oldest end.
-void ReliableChannel::Ops::advance_una(Ch& ch, Peer& p) noexcept {
-    while (p.una != p.next_seq && tx(ch, p, p.una).state == FrameState::Free)
-        p.una = seq_after(p.una);
-    // Keep cum_acked >= una - 1 (only a lying peer can sack frames past
-    // its cumulative ack), so ACK processing never walks more than a window.
-    const auto floor = static_cast<std::uint32_t>(p.una - 1u);
-    if (seq_lt(p.cum_acked, floor))
-        p.cum_acked = floor;
-    if (seq_lt(p.carried, p.cum_acked))
-        p.carried = p.cum_acked;
-}
-
 void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan& scan) {
-    TxFrame& f = tx(ch, p, seq);
+    TxFrame& f = p.tx.at(seq);
     if (f.seq != seq || f.state != FrameState::InFlight)
         return;
-    --p.unacked;
+    p.tx.acked_one();
     ++p.counters.frames_acked;
     if (f.path != kNoSlot) {
         scan.probe_due |= leave_path(p, f.path, scan.now);
@@ -176,9 +163,9 @@ void ReliableChannel::Ops::ack_frame(Ch& ch, Peer& p, std::uint32_t seq, AckScan
 
 ReliableChannel::Ops::AckCheck ReliableChannel::Ops::check_ack(const Peer& p,
                                                                const AckInfo& a) noexcept {
-    if (seq_lt(a.cum_seq, p.cum_acked))
+    if (seq_lt(a.cum_seq, p.tx.cum_acked()))
         return AckCheck::Stale;
-    if (!seq_lt(a.cum_seq, p.next_seq))
+    if (!seq_lt(a.cum_seq, p.tx.next_seq()))
         return AckCheck::Bad;  // beyond anything sent
     if (a.sack_mask == 0)
         return a.sack_base == 0 ? AckCheck::Ok : AckCheck::Bad;
@@ -188,7 +175,7 @@ ReliableChannel::Ops::AckCheck ReliableChannel::Ops::check_ack(const Peer& p,
         const auto s = static_cast<std::uint32_t>(a.sack_base + std::countr_zero(bits));
         if (seq_le(s, a.cum_seq))
             continue;  // covered by cum
-        if (s == 0 || !seq_lt(s, p.next_seq))
+        if (s == 0 || !seq_lt(s, p.tx.next_seq()))
             return AckCheck::Bad;
     }
     return AckCheck::Ok;
@@ -222,8 +209,8 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
     if (target == kNoSlot)
         target = promote_standby(ch, p);
     bool moved = false;
-    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
-        TxFrame& f = tx(ch, p, s);
+    for (std::uint32_t s = p.tx.una(); s != p.tx.next_seq(); s = seq_after(s)) {
+        TxFrame& f = p.tx.at(s);
         if (f.state == FrameState::Free)
             continue;
         f.pending &= ~bit;
@@ -253,15 +240,15 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
         kill(ch, p, "no path left");
         return;
     }
-    advance_una(ch, p);
+    p.tx.advance_una();
 }
 
 // The peer is dead: report every frame, stop every timer.
 void ReliableChannel::Ops::kill(Ch& ch, Peer& p, const char* reason) {
     if (!set_state(ch, p, PeerState::Dead, reason))
         return;
-    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
-        TxFrame& f = tx(ch, p, s);
+    for (std::uint32_t s = p.tx.una(); s != p.tx.next_seq(); s = seq_after(s)) {
+        TxFrame& f = p.tx.at(s);
         if (f.state == FrameState::InFlight) {
             ++p.counters.frames_abandoned;
             emit(ch, Kind::Abandoned, p.id, 0, f.token);
@@ -272,9 +259,7 @@ void ReliableChannel::Ops::kill(Ch& ch, Peer& p, const char* reason) {
             set_state(ch, p, f, FrameState::Free, reason);
         f.pending = 0;
     }
-    p.una = p.next_seq;
-    p.unacked = 0;
-    p.unreleased = 0;
+    p.tx.forget_all();
     for (PathSlot& pa : p.paths) {
         pa.ack_deadline = kNever;
         pa.wd_deadline = kNever;
@@ -333,8 +318,8 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
     // it (a socket that stopped draining): it cannot go on this path again,
     // but it can go elsewhere.
     TxFrame* oldest = nullptr;
-    for (std::uint32_t s = p.una; s != p.next_seq; s = seq_after(s)) {
-        TxFrame& f = tx(ch, p, s);
+    for (std::uint32_t s = p.tx.una(); s != p.tx.next_seq(); s = seq_after(s)) {
+        TxFrame& f = p.tx.at(s);
         if (f.state == FrameState::InFlight && f.path == slot &&
             (oldest == nullptr || f.last_tx < oldest->last_tx))
             oldest = &f;
@@ -392,7 +377,7 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
 // re-admission probe of a Failed path is due.
 void ReliableChannel::Ops::probe_expired(Ch& ch, Peer& p, std::uint8_t slot, Micros now) {
     PathSlot& pa = p.paths[slot];
-    if (pa.state != PathState::Alive && p.unacked == 0 && p.last_submit <= pa.last_probe) {
+    if (pa.state != PathState::Alive && p.tx.unacked() == 0 && p.last_submit <= pa.last_probe) {
         // Nothing sent since the last probe and nothing to deliver: which
         // paths work can wait for the next frame (and an idle or silent
         // peer is not probed forever).
@@ -483,24 +468,21 @@ void ReliableChannel::Ops::watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, 
 // A new frame in the window, transmitted on `slot` (submit, submit_on).
 std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token,
                                               Micros now, std::size_t bytes, bool owed) {
-    if (p.window.empty())  // first use, or released after an idle period
-        p.window.assign(ch.params_.window, TxFrame{});
-    const std::uint32_t seq = p.next_seq;
-    p.next_seq = seq_after(seq);
-    TxFrame& f = tx(ch, p, seq);
-    f = TxFrame{.token = token,
-                .seq = seq,
-                .bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX))};
+    const bool first_unacked = p.tx.unacked() == 0;
+    // The ring is allocated with the first frame (again after an idle period).
+    const std::uint32_t seq = p.tx.add(
+        ch.params_.window,
+        TxFrame{.token = token,
+                .bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX))});
+    TxFrame& f = p.tx.at(seq);
     set_state(ch, p, f, FrameState::InFlight, "submitted");
     mark_active(ch, p);
     p.last_submit = now;
-    const bool first_unacked = p.unacked++ == 0;
     if (first_unacked) {
         p.last_progress = now;
         if (p.probes_paused)
             resume_probes(ch, p, now);
     }
-    ++p.unreleased;
     ++p.counters.frames_submitted;
     record_transmit(ch, p, f, slot, now, false, owed);
     // What this may have armed: the path's ACK timer and watchdog, and the
@@ -517,10 +499,11 @@ std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot
 // Whether a new frame fits the peer's window (add_frame allocates it on
 // first use: an unallocated window holds nothing).
 bool ReliableChannel::Ops::window_room(Ch& ch, Peer& p) {
-    if (p.window.empty() || static_cast<std::uint32_t>(p.next_seq - p.una) < ch.params_.window)
+    if (!p.tx.allocated() ||
+        static_cast<std::uint32_t>(p.tx.next_seq() - p.tx.una()) < ch.params_.window)
         return true;
     settle(ch, p);
-    if (static_cast<std::uint32_t>(p.next_seq - p.una) < ch.params_.window)
+    if (static_cast<std::uint32_t>(p.tx.next_seq() - p.tx.una()) < ch.params_.window)
         return true;
     ++p.counters.window_full;
     return false;
@@ -542,7 +525,7 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
         p->rr = std::size_t{slot} + 1;
     const std::uint32_t seq = Ops::add_frame(*this, *p, slot, token, now, bytes, true);
     if (draining_) {  // a nested call: the outer drain hands it over
-        Ops::queue_transmit(*this, *p, Ops::tx(*this, *p, seq), slot, now, false);
+        Ops::queue_transmit(*this, *p, p->tx.at(seq), slot, now, false);
         return {SubmitStatus::Ok, seq};
     }
     const FrameRef ref{seq, token};
@@ -567,13 +550,13 @@ SubmitCheck ReliableChannel::check_submit_on(PeerId peer, PathId path) {
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
-    return {SubmitStatus::Ok, p->next_seq, p->rx.cum(), slot};
+    return {SubmitStatus::Ok, p->tx.next_seq(), p->rx.cum(), slot};
 }
 
 SubmitResult ReliableChannel::submit_checked(PeerId peer, PathId path, const SubmitCheck& check,
                                              FrameToken token, Micros now, std::size_t bytes) {
     Peer* p = find(peer);
-    if (!check.ok() || p == nullptr || p->next_seq != check.seq) {
+    if (!check.ok() || p == nullptr || p->tx.next_seq() != check.seq) {
         const SubmitResult r = submit_on(peer, path, token, now, bytes);
         ack_carried(peer, check.ack);
         return r;
@@ -594,10 +577,10 @@ SubmitResult ReliableChannel::submit_on(PeerId peer, PathId path, FrameToken tok
 
 void ReliableChannel::expect_completion(PeerId peer, PathId path, FrameRef ref, Micros now) {
     Peer* p = find(peer);
-    if (p == nullptr || p->window.empty())
+    if (p == nullptr || !p->tx.allocated())
         return;
     const std::uint8_t slot = Ops::find_slot(*p, path);
-    TxFrame& f = Ops::tx(*this, *p, ref.seq);
+    TxFrame& f = p->tx.at(ref.seq);
     if (slot == kNoSlot || f.state == FrameState::Free || f.seq != ref.seq ||
         f.token != ref.token || (f.pending & slot_bit(slot)) != 0)
         return;  // not the transmission submit_on() recorded
@@ -611,11 +594,11 @@ void ReliableChannel::on_nack(PeerId peer, PathId path, std::uint32_t seq, Micro
     if (p == nullptr || p->state == PeerState::Dead)
         return;
     ++p->counters.nacks_received;
-    if (p->window.empty() || seq == 0) {
+    if (!p->tx.allocated() || seq == 0) {
         ++p->counters.stale_nacks;
         return;
     }
-    TxFrame& f = Ops::tx(*this, *p, seq);
+    TxFrame& f = p->tx.at(seq);
     if (f.seq != seq || f.state != FrameState::InFlight) {
         ++p->counters.stale_nacks;  // acknowledged meanwhile (the NACK raced a resend)
         return;
@@ -646,10 +629,10 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
     // The peer's ACK, sent on this path before the answer, was applied: a
     // frame transmitted here before the probe and still unacknowledged was
     // lost (RACK with the probe as the delivered packet).
-    if (pa.state != PathState::Failed && !p->window.empty()) {
+    if (pa.state != PathState::Failed && p->tx.allocated()) {
         const std::uint32_t bit = slot_bit(slot);
-        for (std::uint32_t s = p->una; s != p->next_seq; s = seq_after(s)) {
-            TxFrame& f = Ops::tx(*this, *p, s);
+        for (std::uint32_t s = p->tx.una(); s != p->tx.next_seq(); s = seq_after(s)) {
+            TxFrame& f = p->tx.at(s);
             if (f.state == FrameState::InFlight && f.path == slot && f.tx_order <= pa.probe_order &&
                 (f.pending & bit) == 0 && Ops::transmit(*this, *p, f, slot, now, true))
                 ++p->counters.timeout_retransmits;
@@ -690,7 +673,7 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
 
 std::uint32_t ReliableChannel::next_seq(PeerId peer) const noexcept {
     const Peer* p = find(peer);
-    return p != nullptr ? p->next_seq : 0;
+    return p != nullptr ? p->tx.next_seq() : 0;
 }
 
 bool ReliableChannel::can_submit(PeerId peer) const noexcept {
@@ -699,7 +682,7 @@ bool ReliableChannel::can_submit(PeerId peer) const noexcept {
         return false;
     if (Ops::choose_path(*p, kAnyPath, 0) == kNoSlot)
         return false;
-    return static_cast<std::uint32_t>(p->next_seq - p->una) < params_.window;
+    return static_cast<std::uint32_t>(p->tx.next_seq() - p->tx.una()) < params_.window;
 }
 
 void ReliableChannel::on_local_complete(PeerId peer, PathId path, FrameRef ref, bool ok,
@@ -716,13 +699,13 @@ void ReliableChannel::Ops::sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, F
     Peer* p = ch.find(peer);
     if (p == nullptr)
         return;
-    const bool slot_ok = slot < p->paths.size() && !p->window.empty();
+    const bool slot_ok = slot < p->paths.size() && p->tx.allocated();
     // The usual case: nothing happened since record_transmit() (one
     // transmission owed on a healthy path, the frame still in flight).
     // Undo what it armed for the completion; complete() would do exactly
     // this, and handles everything else.
     if (slot_ok && p->state == PeerState::Alive) {
-        TxFrame& f = tx(ch, *p, ref.seq);
+        TxFrame& f = p->tx.at(ref.seq);
         PathSlot& pa = p->paths[slot];
         const std::uint32_t bit = slot_bit(slot);
         if (f.seq == ref.seq && f.token == ref.token && f.state == FrameState::InFlight &&
@@ -739,11 +722,11 @@ void ReliableChannel::Ops::sent_inline(Ch& ch, PeerId peer, std::uint8_t slot, F
 
 void ReliableChannel::Ops::complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef ref, bool ok,
                                     Micros now) {
-    if (slot == kNoSlot || p.window.empty()) {
+    if (slot == kNoSlot || !p.tx.allocated()) {
         ++p.counters.stale_completions;
         return;
     }
-    TxFrame& f = tx(ch, p, ref.seq);
+    TxFrame& f = p.tx.at(ref.seq);
     const std::uint32_t bit = slot_bit(slot);
     if (f.state == FrameState::Free || f.seq != ref.seq || f.token != ref.token ||
         (f.pending & bit) == 0) {
@@ -766,7 +749,7 @@ void ReliableChannel::Ops::complete(Ch& ch, Peer& p, std::uint8_t slot, FrameRef
     }
     release_if_done(ch, p, f);
     if (p.state == PeerState::Alive)
-        advance_una(ch, p);
+        p.tx.advance_una();
     if (ok)
         due_by(ch, p, pa.wd_deadline);  // the only deadline a success sets
     else
@@ -791,7 +774,7 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
             ++p->counters.bad_acks;
             logf(log_, LogLevel::Debug,
                  "pml dr channel: peer %u: bad ack cum %u base %u mask %#" PRIx64 " (next %u)",
-                 peer, ack.cum_seq, ack.sack_base, ack.sack_mask, p->next_seq);
+                 peer, ack.cum_seq, ack.sack_base, ack.sack_mask, p->tx.next_seq());
             return;
     }
     // A valid ACK: the peer is alive and reaches us that way.
@@ -801,13 +784,13 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
     // stretch every timer).
     if (ack.max_delay > 0)
         p->peer_max_ack_delay = std::min<Micros>(ack.max_delay, params_.ack_timeout);
-    if (p->window.empty()) {  // nothing ever sent: a valid ACK can only repeat cum
+    if (!p->tx.allocated()) {  // nothing ever sent: a valid ACK can only repeat cum
         ++p->counters.dup_acks;
         return;
     }
     AckInfo a = ack;
-    if (seq_gt(p->carried, a.cum_seq))
-        a.cum_seq = p->carried;  // what carried ack_seqs said, applied with it
+    if (seq_gt(p->tx.carried(), a.cum_seq))
+        a.cum_seq = p->tx.carried();  // what carried ack_seqs said, applied with it
     Ops::apply_ack(*this, *p, a, now, true);
 }
 
@@ -818,21 +801,21 @@ void ReliableChannel::on_carried_ack(PeerId peer, PathId path, std::uint32_t ack
 }
 
 void ReliableChannel::Ops::carried(Ch& ch, Peer& p, std::uint32_t ack_seq, Micros now) {
-    if (p.state == PeerState::Dead || !seq_gt(ack_seq, p.carried))
+    if (p.state == PeerState::Dead || !seq_gt(ack_seq, p.tx.carried()))
         return;
-    if (!seq_lt(ack_seq, p.next_seq) || p.window.empty()) {
+    if (!seq_lt(ack_seq, p.tx.next_seq()) || !p.tx.allocated()) {
         ++p.counters.bad_acks;  // acknowledges what was never sent
         logf(ch.log_, LogLevel::Debug, "pml dr channel: peer %u: bad ack_seq %u (next %u)", p.id,
-             ack_seq, p.next_seq);
+             ack_seq, p.tx.next_seq());
         return;
     }
-    p.carried = ack_seq;
+    p.tx.carry(ack_seq);
     p.carried_at = now;
     // Applied in batches, as ACK frames are: releasing costs about the same
     // for one frame as for many. Timers, a full window, path failure and
     // flush_acks() settle the rest first.
     if (!p.batch_due &&
-        static_cast<std::uint32_t>(ack_seq - p.cum_acked) >= ch.params_.settle_every) {
+        static_cast<std::uint32_t>(ack_seq - p.tx.cum_acked()) >= ch.params_.settle_every) {
         p.batch_due = true;
         ch.batch_due_.push_back(p.id);
     }
@@ -857,10 +840,10 @@ void ReliableChannel::settle_carried(PeerId peer) {
 }
 
 void ReliableChannel::Ops::settle(Ch& ch, Peer& p) {
-    if (p.state != PeerState::Alive || !seq_gt(p.carried, p.cum_acked))
+    if (p.state != PeerState::Alive || !seq_gt(p.tx.carried(), p.tx.cum_acked()))
         return;
     ++p.counters.carried_acks;
-    apply_ack(ch, p, AckInfo{p.carried, 0, 0}, p.carried_at, false);
+    apply_ack(ch, p, AckInfo{p.tx.carried(), 0, 0}, p.carried_at, false);
 }
 
 // RACK (RFC 8985) over FIFO paths: an unacked frame last sent on a path
@@ -877,8 +860,8 @@ bool ReliableChannel::Ops::resend_lost(Ch& ch, Peer& p, const AckScan& scan, std
     for (std::uint32_t bits = scan.progressed; bits != 0; bits &= bits - 1)
         newest = std::max(newest, scan.max_tx[std::countr_zero(bits)]);
     bool resent = false;
-    for (std::uint32_t s = from; s != end && s != p.next_seq; s = seq_after(s)) {
-        TxFrame& f = tx(ch, p, s);
+    for (std::uint32_t s = from; s != end && s != p.tx.next_seq(); s = seq_after(s)) {
+        TxFrame& f = p.tx.at(s);
         if (f.seq != s || f.state != FrameState::InFlight)
             continue;
         if (seq_gt(s, scan.highest) && f.tx_count <= 1 && f.tx_order > newest)
@@ -898,11 +881,9 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
                                      bool full_view) {
     AckScan scan;
     scan.now = now;
-    for (std::uint32_t s = seq_after(p.cum_acked); seq_le(s, ack.cum_seq); s = seq_after(s))
+    for (std::uint32_t s = seq_after(p.tx.cum_acked()); seq_le(s, ack.cum_seq); s = seq_after(s))
         ack_frame(ch, p, s, scan);
-    p.cum_acked = ack.cum_seq;
-    if (seq_lt(p.carried, p.cum_acked))
-        p.carried = p.cum_acked;
+    p.tx.ack_to(ack.cum_seq);
     // Only the set bits (in-order traffic sends none).
     for (std::uint64_t bits = ack.sack_mask; bits != 0; bits &= bits - 1) {
         const auto s = static_cast<std::uint32_t>(ack.sack_base + std::countr_zero(bits));
@@ -937,12 +918,12 @@ void ReliableChannel::Ops::apply_ack(Ch& ch, Peer& p, const AckInfo& ack, Micros
     // ACK frames); a carried ack_seq only what is below it.
     std::uint32_t end = seq_after(scan.highest);
     if (full_view)
-        end = ack.sack_mask == 0 ? p.next_seq
+        end = ack.sack_mask == 0 ? p.tx.next_seq()
                                  : static_cast<std::uint32_t>(ack.sack_base + kVfragFrames);
     if (seq_lt(end, seq_after(scan.highest)))
         end = seq_after(scan.highest);
     const bool resent = resend_lost(ch, p, scan, seq_after(ack.cum_seq), end, now);
-    advance_una(ch, p);
+    p.tx.advance_una();
     if (resent || scan.probe_due) {
         ch.reschedule(p.id);
     } else {
