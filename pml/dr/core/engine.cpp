@@ -549,7 +549,7 @@ bool Engine::take_direct(std::span<const std::uint8_t> frame, EngineSink& sink,
     return true;
 }
 
-bool Engine::match_direct(Comm& c, PeerId peer, const MatchFields& m, std::uint16_t flags,
+[[gnu::always_inline]] inline bool Engine::match_direct(Comm& c, PeerId peer, const MatchFields& m, std::uint16_t flags,
                           std::span<const std::uint8_t> payload, EngineSink& sink,
                           std::uint64_t path) {
     Handle recv = 0;
