@@ -440,6 +440,11 @@ void pml_local_seeds(std::vector<SeedFile>& out) {
     seed("untrusted_path", 2, 3, 1, 0, 8);
     seed("network_peer", 0, 3, 2, 0, 8);
     seed("unknown_comm", 0, 9, 1, 0, 8);
+    // kPosted: receives wait for every rank (the direct path).
+    seed("posted_direct", 8, 3, 1, 0, 8);
+    seed("posted_ahead_of_turn", 8, 3, 1, 1, 8);
+    seed("posted_network_peer", 8, 3, 2, 0, 8);
+    seed("posted_two_segments", 12, 3, 0, 0, 40);
 }
 
 void pmix_seeds(std::vector<SeedFile>& out) {
