@@ -240,6 +240,28 @@ TEST_F(EngineTest, UnknownPeerDropped) {
     EXPECT_EQ(e->held_bytes(), 0u);
 }
 
+TEST_F(EngineTest, ACreditStarvedMatchIsAnsweredAtOnceEitherWay) {
+    // No gate (no ACK to carry the release): a starved sender's release is
+    // reported by CREDIT right away, however small, whether its message met
+    // its receive on the direct path or on the general one.
+    const auto p = pattern(16, 0, 0);
+    auto starved = [&](std::uint16_t seq) {
+        MatchHdr h = match_hdr(kJob, 0, kCid, 0, 5, seq, p);
+        h.common.flags |= kFlagCreditStarved;
+        return frame_of(h, p);
+    };
+    EXPECT_EQ(e->post_recv(kCid, 1, 0, 5, sink), nullptr);
+    expect_accepted(starved(0));
+    ASSERT_EQ(sink.matches.size(), 1u);
+    ASSERT_EQ(sink.credits.size(), 1u) << "the direct path answers the starved sender";
+    EXPECT_EQ(sink.credits[0].second, p.size());
+    EXPECT_EQ(e->post_recv(kCid, 2, kAnySource, 5, sink), nullptr);  // the general way
+    expect_accepted(starved(1));
+    ASSERT_EQ(sink.matches.size(), 2u);
+    ASSERT_EQ(sink.credits.size(), 2u);
+    EXPECT_EQ(sink.credits[1].second, 2 * p.size());
+}
+
 TEST_F(EngineTest, SpoofedRankDroppedWhileItsReceiveWaits) {
     // The direct path (a receive first in line for the claimed rank) checks
     // the sender as the general one does.

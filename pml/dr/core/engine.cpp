@@ -526,6 +526,25 @@ void Engine::on_local_frame(std::span<const std::uint8_t> header,
     on_local_match(*h, header.first(kLocalMatchHeaderSize), payload, sink, path);
 }
 
+[[gnu::always_inline]] inline bool Engine::match_direct(Comm& c, PeerId peer, const MatchFields& m,
+                                                        std::uint16_t flags,
+                                                        std::span<const std::uint8_t> payload,
+                                                        EngineSink& sink, std::uint64_t path) {
+    Handle recv = 0;
+    if (!c.matcher.take_next_posted(m.src_rank, m.tag, m.msg_seq, recv))
+        return false;
+    MessageInfo info;
+    info.peer = peer;
+    info.src = m.src_rank;
+    info.tag = m.tag;
+    info.seq = m.msg_seq;
+    info.sync = (flags & kFlagSync) != 0;
+    info.msg_len = payload.size();
+    info.path = path;
+    sink.on_match(recv, info, payload);
+    return true;
+}
+
 bool Engine::take_direct(std::span<const std::uint8_t> frame, EngineSink& sink,
                          std::uint64_t path) {
     const auto h = decode_local_match(frame);
@@ -546,24 +565,6 @@ bool Engine::take_direct(std::span<const std::uint8_t> frame, EngineSink& sink,
     rx_.bytes += frame.size();
     ++rx_.local_frames;
     release_eager(peer, payload.size(), false, false, sink);
-    return true;
-}
-
-[[gnu::always_inline]] inline bool Engine::match_direct(Comm& c, PeerId peer, const MatchFields& m, std::uint16_t flags,
-                          std::span<const std::uint8_t> payload, EngineSink& sink,
-                          std::uint64_t path) {
-    Handle recv = 0;
-    if (!c.matcher.take_next_posted(m.src_rank, m.tag, m.msg_seq, recv))
-        return false;
-    MessageInfo info;
-    info.peer = peer;
-    info.src = m.src_rank;
-    info.tag = m.tag;
-    info.seq = m.msg_seq;
-    info.sync = (flags & kFlagSync) != 0;
-    info.msg_len = payload.size();
-    info.path = path;
-    sink.on_match(recv, info, payload);
     return true;
 }
 

@@ -358,7 +358,7 @@ class Engine {
             return;
         PeerFlow& f = flow_[peer];
         f.released += bytes;
-        if (ack_follows ? starved : f.released - f.reported >= eager_window_ / 4)
+        if (ack_follows ? starved : starved || f.released - f.reported >= eager_window_ / 4)
             report_release(peer, f, starved, ack_follows, sink);
     }
     // release_eager() past the batch test: the report that may be due.

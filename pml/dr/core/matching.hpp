@@ -126,7 +126,7 @@ class CommMatcher {
                                         std::span<const std::uint8_t> eager, MatchSink& sink,
                                         std::size_t& held_bytes);
 
-    // The direct path's match (Engine::take_direct): the message from `src`
+    // The direct paths' match (Engine::match_direct): the message from `src`
     // with msg_seq `seq` is next in its source's order, none of that source's
     // waits behind it, no MPI_ANY_SOURCE receive is posted and the oldest
     // receive naming `src` takes `tag`: that receive is unlinked into `out`
