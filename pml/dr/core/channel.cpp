@@ -128,41 +128,6 @@ std::string validate(const ChannelParams& p) {
 
 // ---------------------------------------------------------------- helpers
 
-std::uint8_t ReliableChannel::Ops::choose_path(const Peer& p, PathId hint, std::size_t start,
-                                               std::uint32_t avoid) noexcept {
-    if (hint != kAnyPath) {
-        const std::uint8_t s = find_slot(p, hint);
-        if (s != kNoSlot && (avoid & slot_bit(s)) == 0 && preferred(p, s))
-            return s;
-    }
-    const std::size_t n = p.paths.size();
-    if (n == 0)
-        return kNoSlot;
-    start %= n;  // once; the walk below wraps without dividing
-    for (const PathState want : {PathState::Alive, PathState::Suspect}) {
-        for (std::size_t i = 0, at = start; i < n; ++i, at = at + 1 == n ? 0 : at + 1) {
-            const auto s = static_cast<std::uint8_t>(at);
-            if (p.paths[s].state == want && (avoid & slot_bit(s)) == 0)
-                return s;
-        }
-    }
-    return kNoSlot;
-}
-
-bool ReliableChannel::Ops::preferred(const Peer& p, std::uint8_t slot) noexcept {
-    switch (p.paths[slot].state) {
-        case PathState::Alive:
-            return true;
-        case PathState::Suspect:
-            return std::none_of(p.paths.begin(), p.paths.end(),
-                                [](const PathSlot& pa) { return pa.state == PathState::Alive; });
-        case PathState::Failed:
-        case PathState::Standby:
-            return false;
-    }
-    return false;
-}
-
 Micros ReliableChannel::Ops::pto_of(const Ch& ch, const Peer& p, const PathSlot& pa) noexcept {
     return recovery::pto(pa.rtt, ch.recovery_, p.peer_max_ack_delay, pa.pto_count);
 }
@@ -399,7 +364,7 @@ void ReliableChannel::drain_outputs() {
                 Peer* p = find(o.peer);
                 if (p == nullptr || !p->tx.allocated())
                     break;
-                const std::uint8_t slot = Ops::find_slot(*p, o.path);
+                const std::uint8_t slot = p->paths.find(o.path);
                 const TxFrame& f = p->tx.at(o.ref.seq);
                 if (slot == kNoSlot || f.state == FrameState::Free || f.seq != o.ref.seq ||
                     f.token != o.ref.token || (f.pending & slot_bit(slot)) == 0)
@@ -498,10 +463,9 @@ bool ReliableChannel::add_path(PeerId peer, PathId path, bool standby) {
     if (p == nullptr || p->state == PeerState::Dead || path == kAnyPath)
         return false;
     // A standby path with nothing better to stand by for is a live one.
-    const PathState as = standby && Ops::choose_path(*p, kAnyPath, 0) != kNoSlot
-                             ? PathState::Standby
-                             : PathState::Alive;
-    if (const std::uint8_t slot = Ops::find_slot(*p, path); slot != kNoSlot) {
+    const PathState as =
+        standby && p->paths.choose(kAnyPath, 0) != kNoSlot ? PathState::Standby : PathState::Alive;
+    if (const std::uint8_t slot = p->paths.find(path); slot != kNoSlot) {
         PathSlot& pa = p->paths[slot];
         if (!carries_traffic(pa.state)) {
             Ops::set_state(*this, *p, pa, as, "re-added");
@@ -523,8 +487,8 @@ bool ReliableChannel::add_path(PeerId peer, PathId path, bool standby) {
     pa.id = path;
     pa.state = as;
     pa.standby = standby;
-    p->paths.push_back(pa);
-    p->ack_slot = Ops::find_slot(*p, p->ack_path);  // data may have come on it already
+    p->paths.add(pa);
+    p->ack_slot = p->paths.find(p->ack_path);  // data may have come on it already
     return true;
 }
 
@@ -562,7 +526,7 @@ void ReliableChannel::remove_path(PeerId peer, PathId path, Micros now) {
     Peer* p = touch(peer);
     if (p == nullptr)
         return;
-    const std::uint8_t slot = Ops::find_slot(*p, path);
+    const std::uint8_t slot = p->paths.find(path);
     if (slot == kNoSlot)
         return;
     Ops::fail_path(*this, *p, slot, now, "removed (BTL error)");
@@ -631,7 +595,7 @@ PathState ReliableChannel::path_state(PeerId peer, PathId path) const noexcept {
     const Peer* p = find(peer);
     if (p == nullptr)
         return PathState::Failed;
-    const std::uint8_t s = Ops::find_slot(*p, path);
+    const std::uint8_t s = p->paths.find(path);
     return s != kNoSlot ? p->paths[s].state : PathState::Failed;
 }
 
@@ -639,8 +603,8 @@ bool ReliableChannel::path_preferred(PeerId peer, PathId path) const noexcept {
     const Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead)
         return false;
-    const std::uint8_t s = Ops::find_slot(*p, path);
-    return s != kNoSlot && Ops::preferred(*p, s);
+    const std::uint8_t s = p->paths.find(path);
+    return s != kNoSlot && p->paths.preferred(s);
 }
 
 const PeerCounters* ReliableChannel::counters(PeerId peer) const noexcept {
@@ -652,7 +616,7 @@ const PathCounters* ReliableChannel::path_counters(PeerId peer, PathId path) con
     const Peer* p = find(peer);
     if (p == nullptr)
         return nullptr;
-    const std::uint8_t s = Ops::find_slot(*p, path);
+    const std::uint8_t s = p->paths.find(path);
     return s != kNoSlot ? &p->paths[s].counters : nullptr;
 }
 
@@ -694,8 +658,8 @@ std::size_t ReliableChannel::memory_bytes() const noexcept {
     for (const auto& p : peers_) {
         if (!p)
             continue;
-        n += sizeof(Peer) + p->paths.capacity() * sizeof(PathSlot) + p->tx.memory_bytes() +
-             p->rx.memory_bytes() + p->dirty.capacity() * sizeof(std::uint32_t);
+        n += sizeof(Peer) + p->paths.memory_bytes() + p->tx.memory_bytes() + p->rx.memory_bytes() +
+             p->dirty.capacity() * sizeof(std::uint32_t);
     }
     return n;
 }

@@ -14,49 +14,16 @@
 #include "recovery.hpp"
 #include "rx_tracker.hpp"
 #include "seq.hpp"
+#include "path_set.hpp"
 #include "tx_window.hpp"
 
 namespace pml::dr::core {
 
-// Named (not anonymous) so that ReliableChannel::Peer, which has external
-// linkage, may hold these types; the namespace keeps them out of the way.
-namespace channel_detail {
-
-constexpr std::uint32_t slot_bit(std::uint8_t slot) noexcept {
-    return std::uint32_t{1} << slot;
-}
-
-struct PathSlot {
-    PathId id = 0;
-    PathState state = PathState::Alive;
-    bool standby = false;  // added as a standby path (promoted ones go back)
-    // Its due timers were deferred after an absence of ours; cleared when it
-    // makes progress (a silent path is deferred once, not on every late visit).
-    bool absence_deferred = false;
-    unsigned pto_count = 0;           // consecutive PTO (or probe) expiries without progress
-    unsigned wd_retries = 0;          // watchdog expiries since the last completion
-    Micros ack_deadline = kNever;     // the PTO timer: armed while frames are outstanding
-    Micros wd_deadline = kNever;      // the watchdog: armed while completions are owed
-    Micros probe_deadline = kNever;   // PROBE timer: Suspect and idle, or Failed
-    std::uint32_t outstanding = 0;    // unacked frames whose ACK this path's timer covers
-    std::uint32_t local_pending = 0;  // transmissions awaiting local completion
-    Micros last_heard = 0;            // last ack progress for frames sent on it, or arrival over it
-    Micros last_probe = 0;            // when the latest PTO probe or PROBE went out on it
-    std::uint32_t probe_id = 0;       // the PROBE awaiting its answer (0: none)
-    Micros probe_sent = 0;            // when it went out
-    std::uint64_t probe_order = 0;    // the peer's tx counter then: frames up to it went before
-    unsigned probe_attempts = 0;      // unanswered re-admission probes since the path failed
-    recovery::RttEstimator rtt;
-    PathCounters counters;
-};
-
-}  // namespace channel_detail
-
 using channel_detail::kNoSlot;
-using channel_detail::PathSlot;
 using channel_detail::seq_after;
 using channel_detail::slot_bit;
 using channel_detail::TxFrame;
+using PathSlot = PathSet::PathSlot;
 
 struct ReliableChannel::Peer {
     PeerId id = 0;
@@ -66,7 +33,7 @@ struct ReliableChannel::Peer {
     bool in_leaving = false;  // listed in leaving_
     bool offered = false;     // made from the output's offer: it can be again (may rest)
     LeaveState leave = LeaveState::Staying;
-    std::vector<PathSlot> paths;
+    PathSet paths;
     std::size_t rr = 0;  // round-robin cursor over paths
     PeerCounters counters;
     Micros indexed = kNever;  // this peer's entry in timers_
@@ -165,13 +132,6 @@ struct ReliableChannel::Ops {
 
     enum class AckCheck { Ok, Stale, Bad };
 
-    static std::uint8_t find_slot(const Peer& p, PathId id) noexcept {
-        for (std::size_t i = 0; i < p.paths.size(); ++i)
-            if (p.paths[i].id == id)
-                return static_cast<std::uint8_t>(i);
-        return kNoSlot;
-    }
-
     static void emit(Ch& ch, Kind kind, PeerId peer, PathId path = 0, FrameToken token = 0) {
         Output o;
         o.kind = kind;
@@ -183,10 +143,6 @@ struct ReliableChannel::Ops {
 
     // --- paths, state machines, timers (channel.cpp)
 
-    // A usable path: the hint if usable, else round-robin from `start`, Alive
-    // before Suspect; slots in `avoid` are skipped.
-    static std::uint8_t choose_path(const Peer& p, PathId hint, std::size_t start,
-                                    std::uint32_t avoid = 0) noexcept;
     // Makes the first Standby path Alive (kNoSlot: none): fail_path() left
     // no other.
     static std::uint8_t promote_standby(Ch& ch, Peer& p);
@@ -224,9 +180,6 @@ struct ReliableChannel::Ops {
     static bool leave_path(Peer& p, std::uint8_t slot, Micros now) noexcept;
     // The path's PTO at its current back-off.
     static Micros pto_of(const Ch& ch, const Peer& p, const PathSlot& pa) noexcept;
-    // Preferred for new traffic: Alive, or Suspect when no path is Alive.
-    [[nodiscard]] static bool preferred(const Peer& p, std::uint8_t slot) noexcept;
-    [[nodiscard]] static bool heard_since(const Peer& p, std::uint8_t slot, Micros since) noexcept;
     static bool window_room(Ch& ch, Peer& p);
     static std::uint32_t add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token, Micros now,
                                    std::size_t bytes, bool owed);

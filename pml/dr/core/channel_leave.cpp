@@ -67,9 +67,9 @@ void ReliableChannel::Ops::try_bye(Ch& ch, Peer& p, Micros now) {
         if (pa.probe_id != 0 && pa.state != PathState::Failed)
             return;
     // After our ACKs, on the path they took, as flush_acks() chooses it.
-    std::uint8_t slot = find_slot(p, p.ack_path);
+    std::uint8_t slot = p.paths.find(p.ack_path);
     if (slot == kNoSlot || p.paths[slot].state == PathState::Failed)
-        slot = choose_path(p, kAnyPath, 0);
+        slot = p.paths.choose(kAnyPath, 0);
     // With no path left nothing could go anyway: as if it went.
     set_state(ch, p, p.leave == LeaveState::Staying ? LeaveState::ByeSent : LeaveState::Left,
               "our BYE");

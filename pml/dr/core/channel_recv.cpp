@@ -35,9 +35,9 @@ void ReliableChannel::Ops::flush_acks(Ch& ch, Peer& p, Micros now, bool credit_a
     p.rx_unacked = 0;
     // Back on the path the data came on, unless we declared it failed.
     PathId via = p.ack_path;
-    std::uint8_t slot = find_slot(p, via);
+    std::uint8_t slot = p.paths.find(via);
     if ((slot != kNoSlot && p.paths[slot].state == PathState::Failed) || via == kAnyPath) {
-        slot = choose_path(p, kAnyPath, 0);
+        slot = p.paths.choose(kAnyPath, 0);
         if (slot == kNoSlot) {
             ++p.counters.acks_unsent;
             p.dirty.clear();
@@ -121,7 +121,7 @@ void ReliableChannel::on_probe(PeerId peer, PathId path, std::uint32_t id, Micro
     const PathId back = p->ack_path;
     const std::uint8_t back_slot = p->ack_slot;
     p->ack_path = path;
-    p->ack_slot = Ops::find_slot(*p, path);
+    p->ack_slot = p->paths.find(path);
     Ops::flush_acks(*this, *p, now);
     p->ack_path = back;
     p->ack_slot = back_slot;
@@ -170,9 +170,9 @@ void ReliableChannel::on_damaged(PeerId peer, PathId path, std::uint32_t seq, Mi
         return;
     Peer* p = find(peer);
     // Back on the path it came on, unless we declared that one failed.
-    std::uint8_t slot = Ops::find_slot(*p, path);
+    std::uint8_t slot = p->paths.find(path);
     if (slot == kNoSlot || p->paths[slot].state == PathState::Failed)
-        slot = Ops::choose_path(*p, kAnyPath, 0);
+        slot = p->paths.choose(kAnyPath, 0);
     if (slot == kNoSlot)
         return;
     Output o;
@@ -234,7 +234,7 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
     }
     if (path != p.ack_path) {
         p.ack_path = path;
-        p.ack_slot = find_slot(p, path);
+        p.ack_slot = p.paths.find(path);
     }
     if (seen == RxTracker::Seen::Duplicate) {
         if (p.ack_slot != kNoSlot)

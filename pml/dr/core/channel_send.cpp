@@ -22,13 +22,6 @@ using plugin::common::seq_lt;
 // --- sender
 
 // Whether the peer was heard on a live path other than `slot` after `since`.
-bool ReliableChannel::Ops::heard_since(const Peer& p, std::uint8_t slot, Micros since) noexcept {
-    for (std::size_t i = 0; i < p.paths.size(); ++i)
-        if (i != slot && p.paths[i].state != PathState::Failed && p.paths[i].last_heard > since)
-            return true;
-    return false;
-}
-
 bool ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot, Micros now) noexcept {
     PathSlot& pa = p.paths[slot];
     if (pa.outstanding == 0 || --pa.outstanding != 0)
@@ -205,7 +198,7 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
     emit(ch, Kind::PathFailed, p.id, pa.id);
 
     const std::uint32_t bit = slot_bit(slot);
-    std::uint8_t target = choose_path(p, kAnyPath, std::size_t{slot} + 1);
+    std::uint8_t target = p.paths.choose(kAnyPath, std::size_t{slot} + 1);
     if (target == kNoSlot)
         target = promote_standby(ch, p);
     bool moved = false;
@@ -224,7 +217,7 @@ void ReliableChannel::Ops::fail_path(Ch& ch, Peer& p, std::uint8_t slot, Micros 
         moved = true;
         std::uint8_t to = target;
         if ((f.pending & slot_bit(to)) != 0) {
-            const std::uint8_t other = choose_path(p, kAnyPath, std::size_t{slot} + 1, f.pending);
+            const std::uint8_t other = p.paths.choose(kAnyPath, std::size_t{slot} + 1, f.pending);
             if (other != kNoSlot)
                 to = other;
         }
@@ -281,7 +274,7 @@ bool ReliableChannel::Ops::count_expiry(Ch& ch, Peer& p, std::uint8_t slot, Micr
         return false;
     // The peer answered elsewhere since the previous probe, this path did
     // not: the peer is alive and this path does not reach it.
-    if (heard_since(p, slot, pa.last_probe)) {
+    if (p.paths.heard_since(slot, pa.last_probe)) {
         fail_path(ch, p, slot, now, "probes unanswered, the peer answers on another path");
         return true;
     }
@@ -341,8 +334,7 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
     refresh(ch, p, pa, "probe timeout");
     // No path is alive any more: the failed ones are probed again from the
     // shortest interval, since one of them may be all that is left.
-    if (std::none_of(p.paths.begin(), p.paths.end(),
-                     [](const PathSlot& o) { return o.state == PathState::Alive; }))
+    if (!p.paths.any_alive())
         for (PathSlot& o : p.paths)
             if (o.state == PathState::Failed && o.probe_attempts > 0) {
                 o.probe_attempts = 0;
@@ -362,7 +354,7 @@ void ReliableChannel::Ops::ack_expired(Ch& ch, Peer& p, std::uint8_t slot, Micro
     // dead path from a silent peer, and the data gets through meanwhile.
     if (pa.pto_count >= 2 || held) {
         const std::uint8_t alt =
-            choose_path(p, kAnyPath, std::size_t{slot} + 1, bit | oldest->pending);
+            p.paths.choose(kAnyPath, std::size_t{slot} + 1, bit | oldest->pending);
         if (alt != kNoSlot) {
             record_transmit(ch, p, *oldest, alt, now, true, true, false);
             queue_transmit(ch, p, *oldest, alt, now, true);
@@ -516,7 +508,7 @@ SubmitResult ReliableChannel::submit(PeerId peer, FrameToken token, Micros now, 
         return {SubmitStatus::UnknownPeer, 0};
     if (p->state == PeerState::Dead)
         return {SubmitStatus::PeerDead, 0};
-    const std::uint8_t slot = Ops::choose_path(*p, hint, p->rr);
+    const std::uint8_t slot = p->paths.choose(hint, p->rr);
     if (slot == kNoSlot)
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
@@ -545,8 +537,8 @@ SubmitCheck ReliableChannel::check_submit_on(PeerId peer, PathId path) {
         return {SubmitStatus::UnknownPeer, 0};
     if (p->state == PeerState::Dead)
         return {SubmitStatus::PeerDead, 0};
-    const std::uint8_t slot = Ops::find_slot(*p, path);
-    if (slot == kNoSlot || !Ops::preferred(*p, slot))
+    const std::uint8_t slot = p->paths.find(path);
+    if (slot == kNoSlot || !p->paths.preferred(slot))
         return {SubmitStatus::NoPath, 0};
     if (!Ops::window_room(*this, *p))
         return {SubmitStatus::WindowFull, 0};
@@ -579,7 +571,7 @@ void ReliableChannel::expect_completion(PeerId peer, PathId path, FrameRef ref, 
     Peer* p = find(peer);
     if (p == nullptr || !p->tx.allocated())
         return;
-    const std::uint8_t slot = Ops::find_slot(*p, path);
+    const std::uint8_t slot = p->paths.find(path);
     TxFrame& f = p->tx.at(ref.seq);
     if (slot == kNoSlot || f.state == FrameState::Free || f.seq != ref.seq ||
         f.token != ref.token || (f.pending & slot_bit(slot)) != 0)
@@ -607,7 +599,7 @@ void ReliableChannel::on_nack(PeerId peer, PathId path, std::uint32_t seq, Micro
     std::uint8_t slot = f.path;
     if (slot == kNoSlot || p->paths[slot].state == PathState::Failed ||
         (f.pending & slot_bit(slot)) != 0)
-        slot = Ops::choose_path(*p, kAnyPath, p->rr, f.pending);
+        slot = p->paths.choose(kAnyPath, p->rr, f.pending);
     if (slot != kNoSlot && Ops::transmit(*this, *p, f, slot, now, true))
         ++p->counters.nack_retransmits;
     reschedule(peer);
@@ -618,7 +610,7 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
     Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead)
         return;
-    const std::uint8_t slot = Ops::find_slot(*p, path);
+    const std::uint8_t slot = p->paths.find(path);
     if (slot == kNoSlot || id == 0 || p->paths[slot].probe_id != id) {
         ++p->counters.stale_probes;  // answered late, or never ours
         return;
@@ -680,7 +672,7 @@ bool ReliableChannel::can_submit(PeerId peer) const noexcept {
     const Peer* p = find(peer);
     if (p == nullptr || p->state == PeerState::Dead)
         return false;
-    if (Ops::choose_path(*p, kAnyPath, 0) == kNoSlot)
+    if (p->paths.choose(kAnyPath, 0) == kNoSlot)
         return false;
     return static_cast<std::uint32_t>(p->tx.next_seq() - p->tx.una()) < params_.window;
 }
@@ -690,7 +682,7 @@ void ReliableChannel::on_local_complete(PeerId peer, PathId path, FrameRef ref, 
     Peer* p = find(peer);
     if (p == nullptr)
         return;
-    Ops::complete(*this, *p, Ops::find_slot(*p, path), ref, ok, now);
+    Ops::complete(*this, *p, p->paths.find(path), ref, ok, now);
     flush_outputs();
 }
 
@@ -761,7 +753,7 @@ void ReliableChannel::on_ack(PeerId peer, PathId path, const AckInfo& ack, Micro
     if (p == nullptr || p->state == PeerState::Dead)
         return;
     ++p->counters.acks_received;
-    const std::uint8_t via = Ops::find_slot(*p, path);
+    const std::uint8_t via = p->paths.find(path);
     if (via != kNoSlot)
         ++p->paths[via].counters.acks_received;
     switch (Ops::check_ack(*p, ack)) {
