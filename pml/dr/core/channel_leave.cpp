@@ -100,7 +100,8 @@ void ReliableChannel::leave(Micros now) {
 std::size_t ReliableChannel::leaving(Micros now) {
     flush_acks(now);
     std::size_t keep = 0;
-    for (std::size_t i = 0; i < leaving_.size(); ++i) {
+    // By index, as flush_acks() walks active_: the list is compacted in place.
+    for (std::size_t i = 0; i < leaving_.size(); ++i) {  // NOLINT(modernize-loop-convert)
         const PeerId id = leaving_[i];
         Peer* p = find(id);
         if (p == nullptr || !p->in_leaving)

@@ -86,7 +86,8 @@ void ReliableChannel::flush_acks(Micros now) {
     // owe or be owed anything; the others are not visited (finalize calls
     // this in a loop, and most peers of a large job never talked to us).
     std::size_t keep = 0;
-    for (std::size_t i = 0; i < active_.size(); ++i) {
+    // By index: a flush may list a peer (active_ grows, and may move).
+    for (std::size_t i = 0; i < active_.size(); ++i) {  // NOLINT(modernize-loop-convert)
         const PeerId id = active_[i];
         ++flush_visits_;
         Peer* p = find(id);

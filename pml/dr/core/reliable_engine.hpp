@@ -29,7 +29,7 @@ class ReliableEngine : private AckCredit {
     ReliableEngine(const Config& config, ChannelOutput& transport, plugin::common::LogSink& log);
     ReliableEngine(const Config& config, const ChannelParams& params, ChannelOutput& transport,
                    plugin::common::LogSink& log);
-    ~ReliableEngine();
+    ~ReliableEngine() override;
     ReliableEngine(const ReliableEngine&) = delete;
     ReliableEngine& operator=(const ReliableEngine&) = delete;
 
