@@ -550,7 +550,8 @@ SubmitResult ReliableChannel::submit_checked(PeerId peer, PathId path, const Sub
     Peer* p = find(peer);
     if (!check.ok() || p == nullptr || p->tx.next_seq() != check.seq) {
         const SubmitResult r = submit_on(peer, path, token, now, bytes);
-        ack_carried(peer, check.ack);
+        if (check.ok())  // the frame went with check.ack
+            ack_carried(peer, check.ack);
         return r;
     }
     const std::uint32_t seq = Ops::add_frame(*this, *p, check.slot, token, now, bytes, false);

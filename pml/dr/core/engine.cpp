@@ -12,6 +12,37 @@ using plugin::common::ErrorCode;
 using plugin::common::logf;
 using plugin::common::LogLevel;
 
+namespace {
+
+// The process at `rank` of a communicator's remote group (nullptr: no such rank).
+const PeerId* peer_at(const std::vector<PeerId>& remote, std::int32_t rank) noexcept {
+    return rank >= 0 && static_cast<std::size_t>(rank) < remote.size()
+               ? &remote[static_cast<std::size_t>(rank)]
+               : nullptr;
+}
+
+// What the matcher is told of a MATCH (rndv: nullptr) or RNDV from `peer`.
+MessageInfo message_info(PeerId peer, const MatchFields& m, const RndvHdr* rndv,
+                         std::uint16_t flags, std::size_t payload_len,
+                         std::uint64_t path) noexcept {
+    MessageInfo info;
+    info.peer = peer;
+    info.src = m.src_rank;
+    info.tag = m.tag;
+    info.seq = m.msg_seq;
+    info.rndv = rndv != nullptr;
+    info.sync = (flags & kFlagSync) != 0;
+    info.msg_len = rndv != nullptr ? rndv->msg_len : payload_len;
+    info.send_req = rndv != nullptr ? rndv->send_req : 0;
+    info.rget = (flags & kFlagRget) != 0;
+    info.rget_data_csum = (flags & kFlagDataCsum) != 0;
+    info.remote_addr = rndv != nullptr ? rndv->remote_addr : 0;
+    info.path = path;
+    return info;
+}
+
+}  // namespace
+
 Engine::Engine(Config config, plugin::common::LogSink& log)
     : config_(std::move(config)), log_(log), eager_window_(config_.unexpected_limit) {}
 
@@ -122,8 +153,8 @@ bool Engine::source_dead_slow(std::uint32_t cid, std::int32_t src) const noexcep
         return false;
     if (src == kAnySource)
         return c->orphaned();
-    return src >= 0 && static_cast<std::size_t>(src) < c->remote.size() &&
-           peer_dead(c->remote[static_cast<std::size_t>(src)]);
+    const PeerId* peer = peer_at(c->remote, src);
+    return peer != nullptr && peer_dead(*peer);
 }
 
 void Engine::del_comm(std::uint32_t cid, EngineSink& sink) {
@@ -306,9 +337,8 @@ bool Engine::on_match_frame(std::span<const std::uint8_t> frame, EngineSink& sin
     // first in line; the general one (on_match_or_rndv) for everything else.
     const MatchFields& m = h.match;
     Comm* c = find_comm(m.cid);
-    if (c != nullptr && m.src_rank >= 0 &&
-        static_cast<std::size_t>(m.src_rank) < c->remote.size() &&
-        c->remote[static_cast<std::size_t>(m.src_rank)] == *peer &&
+    const PeerId* claimed = c != nullptr ? peer_at(c->remote, m.src_rank) : nullptr;
+    if (claimed != nullptr && *claimed == *peer &&
         match_direct(*c, *peer, m, h.common.flags, payload, sink, path)) {
         release_eager(*peer, payload.size(), (h.common.flags & kFlagCreditStarved) != 0,
                       gate_ != nullptr, sink);
@@ -533,15 +563,7 @@ void Engine::on_local_frame(std::span<const std::uint8_t> header,
     Handle recv = 0;
     if (!c.matcher.take_next_posted(m.src_rank, m.tag, m.msg_seq, recv))
         return false;
-    MessageInfo info;
-    info.peer = peer;
-    info.src = m.src_rank;
-    info.tag = m.tag;
-    info.seq = m.msg_seq;
-    info.sync = (flags & kFlagSync) != 0;
-    info.msg_len = payload.size();
-    info.path = path;
-    sink.on_match(recv, info, payload);
+    sink.on_match(recv, message_info(peer, m, nullptr, flags, payload.size(), path), payload);
     return true;
 }
 
@@ -551,15 +573,12 @@ bool Engine::take_direct(std::span<const std::uint8_t> frame, EngineSink& sink,
     if (!h)
         return false;
     Comm* c = find_comm(h->cid);
-    if (c == nullptr || h->src_rank < 0 ||
-        static_cast<std::size_t>(h->src_rank) >= c->remote.size())
+    const PeerId* sender = c != nullptr ? peer_at(c->remote, h->src_rank) : nullptr;
+    if (sender == nullptr || !accepts_local(*sender))
         return false;
-    const PeerId peer = c->remote[static_cast<std::size_t>(h->src_rank)];
-    if (!accepts_local(peer))
-        return false;
-    const MatchFields m{h->cid, h->src_rank, h->tag, h->msg_seq};
+    const PeerId peer = *sender;
     const auto payload = frame.subspan(kLocalMatchHeaderSize);
-    if (!match_direct(*c, peer, m, 0, payload, sink, path))
+    if (!match_direct(*c, peer, match_fields_of(*h, payload.size()), 0, payload, sink, path))
         return false;
     ++rx_.frames;
     rx_.bytes += frame.size();
@@ -576,13 +595,14 @@ void Engine::on_local_match(const LocalMatchHdr& h, std::span<const std::uint8_t
         park(h.cid, path, header, payload, true);
         return;
     }
-    if (h.src_rank < 0 || static_cast<std::size_t>(h.src_rank) >= c->remote.size()) {
+    const PeerId* sender = peer_at(c->remote, h.src_rank);
+    if (sender == nullptr) {
         ++rx_.bad_rank;
         logf(log_, LogLevel::Debug, "dropped LOCAL_MATCH: rank %d outside communicator %u",
              h.src_rank, h.cid);
         return;
     }
-    const PeerId peer = c->remote[static_cast<std::size_t>(h.src_rank)];
+    const PeerId peer = *sender;
     if (!accepts_local(peer)) {
         ++rx_.untrusted_local;
         logf(log_, LogLevel::Debug,
@@ -603,8 +623,8 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
         return;
     }
     Comm& comm = *found;
-    if (m.src_rank < 0 || static_cast<std::size_t>(m.src_rank) >= comm.remote.size() ||
-        comm.remote[static_cast<std::size_t>(m.src_rank)] != peer) {
+    if (const PeerId* claimed = peer_at(comm.remote, m.src_rank);
+        claimed == nullptr || *claimed != peer) {
         ++rx_.bad_rank;
         logf(log_, LogLevel::Debug,
              "dropped message: rank %d of communicator %u (size %zu) is not the sender (peer %u)",
@@ -617,19 +637,7 @@ void Engine::on_match_or_rndv(PeerId peer, const MatchFields& m, const RndvHdr* 
 void Engine::arrive(Comm& comm, PeerId peer, const MatchFields& m, const RndvHdr* rndv,
                     std::uint16_t flags, std::span<const std::uint8_t> payload, EngineSink& sink,
                     std::uint64_t path, bool gated) {
-    MessageInfo info;
-    info.peer = peer;
-    info.src = m.src_rank;
-    info.tag = m.tag;
-    info.seq = m.msg_seq;
-    info.rndv = rndv != nullptr;
-    info.sync = (flags & kFlagSync) != 0;
-    info.msg_len = rndv != nullptr ? rndv->msg_len : payload.size();
-    info.send_req = rndv != nullptr ? rndv->send_req : 0;
-    info.rget = (flags & kFlagRget) != 0;
-    info.rget_data_csum = (flags & kFlagDataCsum) != 0;
-    info.remote_addr = rndv != nullptr ? rndv->remote_addr : 0;
-    info.path = path;
+    const MessageInfo info = message_info(peer, m, rndv, flags, payload.size(), path);
     // Flow control keeps well-behaved senders within the window; a peer that
     // ignores it must not grow our memory without bound.
     if (held_bytes_ + payload.size() > 2 * config_.unexpected_limit + eager_window()) {
