@@ -129,7 +129,20 @@ struct RunStats {
     // resting variant
     std::uint64_t rests = 0;
     std::uint64_t wakes = 0;
+
+    RunStats& operator+=(const RunStats& o) noexcept {
+        for (std::uint64_t RunStats::*f :
+             {&RunStats::messages, &RunStats::matched_posted, &RunStats::matched_on_post,
+              &RunStats::drained, &RunStats::held_out_of_order, &RunStats::reordered,
+              &RunStats::dropped, &RunStats::corrupted, &RunStats::duplicated,
+              &RunStats::retransmits, &RunStats::carried_acks, &RunStats::acks_carried,
+              &RunStats::nacks, &RunStats::failovers, &RunStats::asked, &RunStats::waited,
+              &RunStats::rendezvous, &RunStats::rests, &RunStats::wakes})
+            this->*f += o.*f;
+        return *this;
+    }
 };
+static_assert(sizeof(RunStats) == 19 * sizeof(std::uint64_t), "operator+= sums every field");
 
 class SimRun {
   public:
@@ -741,25 +754,33 @@ void NodeSink::on_match(Handle recv, const MessageInfo& info, std::span<const st
     run->engine_matched(rank, recv, info, eager);
 }
 
-TEST(PmlDrSim, RandomizedMatchingOverTwoReorderingLinks) {
+// One run of `mode` per seed (2 to 4 nodes, 1200 messages each way per
+// pair); `check` sees each run's figures (at least 2400 messages each, and a
+// lossy run dropped frames); returns the figures summed over the seeds.
+template <typename Check>
+RunStats run_every_seed(SimRun::Mode mode, Check&& check) {
     RunStats total;
     sim::for_each_seed([&](std::uint64_t seed) {
-        const int nodes = 2 + static_cast<int>(seed % 3);
-        SimRun run(seed, nodes, 1200);
+        SimRun run(seed, 2 + static_cast<int>(seed % 3), 1200, mode);
         run.execute();
         const RunStats& s = run.stats();
-        // The run must actually exercise what it claims to.
         EXPECT_GE(s.messages, 2400u);
+        if (mode != SimRun::Mode::Ordered) {
+            EXPECT_GT(s.dropped, 0u);
+        }
+        check(s);
+        total += s;
+    });
+    return total;
+}
+
+TEST(PmlDrSim, RandomizedMatchingOverTwoReorderingLinks) {
+    const RunStats total = run_every_seed(SimRun::Mode::Ordered, [](const RunStats& s) {
+        // The run must actually exercise what it claims to.
         EXPECT_GT(s.reordered, 0u);
         EXPECT_GT(s.held_out_of_order, 0u);
         EXPECT_GT(s.matched_posted, s.messages / 20);
         EXPECT_GT(s.matched_on_post, s.messages / 20);
-        total.messages += s.messages;
-        total.matched_posted += s.matched_posted;
-        total.matched_on_post += s.matched_on_post;
-        total.drained += s.drained;
-        total.held_out_of_order += s.held_out_of_order;
-        total.reordered += s.reordered;
     });
     std::printf(
         "messages %llu: matched on arrival %llu, on post %llu, drained %llu; held out of order "
@@ -772,23 +793,10 @@ TEST(PmlDrSim, RandomizedMatchingOverTwoReorderingLinks) {
 }
 
 TEST(PmlDrSim, MpiOrderSurvivesLossCorruptionDuplicationAndALinkDying) {
-    RunStats total;
-    sim::for_each_seed([&](std::uint64_t seed) {
-        const int nodes = 2 + static_cast<int>(seed % 3);
-        SimRun run(seed, nodes, 1200, SimRun::Mode::Lossy);
-        run.execute();
-        const RunStats& s = run.stats();
-        EXPECT_GE(s.messages, 2400u);
-        EXPECT_GT(s.dropped, 0u);
+    const RunStats total = run_every_seed(SimRun::Mode::Lossy, [](const RunStats& s) {
         EXPECT_GT(s.corrupted, 0u);
         EXPECT_GT(s.duplicated, 0u);
         EXPECT_GT(s.retransmits, 0u);
-        total.messages += s.messages;
-        total.retransmits += s.retransmits;
-        total.carried_acks += s.carried_acks;
-        total.acks_carried += s.acks_carried;
-        total.nacks += s.nacks;
-        total.failovers += s.failovers;
     });
     // Summed over seeds: payload damage was NACKed, link 1's death re-drove frames.
     EXPECT_GT(total.nacks, 0u);
@@ -811,20 +819,7 @@ TEST(PmlDrSim, MpiOrderSurvivesLossCorruptionDuplicationAndALinkDying) {
 // for answers that may be lost (ACKs drop too), and fall back to RNDVs; no
 // message is held for good, none is lost or matched twice.
 TEST(PmlDrSim, CreditLimitedSendersOverTheLossyNetwork) {
-    RunStats total;
-    sim::for_each_seed([&](std::uint64_t seed) {
-        const int nodes = 2 + static_cast<int>(seed % 3);
-        SimRun run(seed, nodes, 1200, SimRun::Mode::LossyCreditLimited);
-        run.execute();
-        const RunStats& s = run.stats();
-        EXPECT_GE(s.messages, 2400u);
-        EXPECT_GT(s.dropped, 0u);
-        total.messages += s.messages;
-        total.asked += s.asked;
-        total.waited += s.waited;
-        total.rendezvous += s.rendezvous;
-        total.retransmits += s.retransmits;
-    });
+    const RunStats total = run_every_seed(SimRun::Mode::LossyCreditLimited, [](const RunStats&) {});
     // The run must exercise what it claims to: questions, waits, no-room RNDVs.
     EXPECT_GT(total.asked, 0u);
     EXPECT_GT(total.waited, 0u);
@@ -841,19 +836,7 @@ TEST(PmlDrSim, CreditLimitedSendersOverTheLossyNetwork) {
 // peers rest (their channel state reduced to its sequence numbers) and the
 // next burst wakes them; every message still arrives once, in MPI order.
 TEST(PmlDrSim, PeersRestBetweenBurstsAndWakeWhereTheyLeftOff) {
-    RunStats total;
-    sim::for_each_seed([&](std::uint64_t seed) {
-        const int nodes = 2 + static_cast<int>(seed % 3);
-        SimRun run(seed, nodes, 1200, SimRun::Mode::LossyResting);
-        run.execute();
-        const RunStats& s = run.stats();
-        EXPECT_GE(s.messages, 2400u);
-        EXPECT_GT(s.dropped, 0u);
-        total.messages += s.messages;
-        total.rests += s.rests;
-        total.wakes += s.wakes;
-        total.retransmits += s.retransmits;
-    });
+    const RunStats total = run_every_seed(SimRun::Mode::LossyResting, [](const RunStats&) {});
     EXPECT_GT(total.rests, 0u);
     EXPECT_GT(total.wakes, 0u);
     std::printf("resting: messages %llu, rests %llu, wakes %llu, retransmits %llu\n",
