@@ -175,6 +175,11 @@ struct ReliableChannel::Ops {
     static Micros dead_at(const Ch& ch, const Peer& p) noexcept;
 
     // --- sender (channel_send.cpp)
+    // add_frame, record_transmit and move_frame (and data, delivered on the
+    // receiving side) are defined always_inline: a first transmission and an
+    // in-order arrival each run as one function, without the calls' register
+    // saves (callgrind, 8 B messages over vader with the full protocol: about
+    // 75 instructions less per message sent, 15 less per message received).
 
     // True when the path went idle while Suspect (a PROBE is due).
     static bool leave_path(Peer& p, std::uint8_t slot, Micros now) noexcept;

@@ -213,8 +213,10 @@ void ReliableChannel::answer_credit(PeerId peer, Micros now) {
     flush_outputs();
 }
 
-Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t seq, Micros now,
-                                   std::size_t bytes, AckTiming timing) {
+[[gnu::always_inline]] inline Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path,
+                                                                 std::uint32_t seq, Micros now,
+                                                                 std::size_t bytes,
+                                                                 AckTiming timing) {
     if (p.state == PeerState::Dead)
         return Verdict::Drop;
     // The usual arrival: the next seq, on the path the peer used last, with
@@ -265,8 +267,9 @@ Verdict ReliableChannel::Ops::data(Ch& ch, Peer& p, PathId path, std::uint32_t s
     return delivered(ch, p, now, bytes, timing);
 }
 
-Verdict ReliableChannel::Ops::delivered(Ch& ch, Peer& p, Micros now, std::size_t bytes,
-                                        AckTiming timing) {
+[[gnu::always_inline]] inline Verdict ReliableChannel::Ops::delivered(Ch& ch, Peer& p, Micros now,
+                                                                      std::size_t bytes,
+                                                                      AckTiming timing) {
     ++p.counters.frames_delivered;
     p.counters.bytes_delivered += bytes;
     mark_active(ch, p);

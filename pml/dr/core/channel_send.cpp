@@ -36,7 +36,8 @@ bool ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot, Micros now) no
 }
 
 // Makes `slot` the path whose ACK timer covers the unacked frame.
-void ReliableChannel::Ops::move_frame(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now) {
+[[gnu::always_inline]] inline void ReliableChannel::Ops::move_frame(Ch& ch, Peer& p, TxFrame& f,
+                                                                    std::uint8_t slot, Micros now) {
     if (f.path == slot)
         return;
     if (f.path != kNoSlot)
@@ -79,8 +80,9 @@ void ReliableChannel::Ops::owe_completion(Ch& ch, Peer& p, TxFrame& f, std::uint
         pa.wd_deadline = add_saturating(now, backoff(ch.params_.watchdog_timeout, pa.wd_retries));
 }
 
-void ReliableChannel::Ops::record_transmit(Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot,
-                                           Micros now, bool retransmit, bool owed, bool cover) {
+[[gnu::always_inline]] inline void ReliableChannel::Ops::record_transmit(
+    Ch& ch, Peer& p, TxFrame& f, std::uint8_t slot, Micros now, bool retransmit, bool owed,
+    bool cover) {
     if (f.tx_count > 0 && f.path != slot)
         f.mixed = true;
     if (f.state == FrameState::InFlight && cover)
@@ -458,8 +460,9 @@ void ReliableChannel::Ops::watchdog_expired(Ch& ch, Peer& p, std::uint8_t slot, 
 // ---------------------------------------------------------------- public API
 
 // A new frame in the window, transmitted on `slot` (submit, submit_on).
-std::uint32_t ReliableChannel::Ops::add_frame(Ch& ch, Peer& p, std::uint8_t slot, FrameToken token,
-                                              Micros now, std::size_t bytes, bool owed) {
+[[gnu::always_inline]] inline std::uint32_t ReliableChannel::Ops::add_frame(
+    Ch& ch, Peer& p, std::uint8_t slot, FrameToken token, Micros now, std::size_t bytes,
+    bool owed) {
     const bool first_unacked = p.tx.unacked() == 0;
     // The ring is allocated with the first frame (again after an idle period).
     const std::uint32_t seq = p.tx.add(

@@ -677,8 +677,9 @@ namespace {
 // wire. Not on self, which delivers inside sendi (the ACK of a frame not yet
 // recorded could come back), nor on a BTL fault injection is to kill. False:
 // nothing sent, nothing recorded (the usual order follows).
-bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb, PathId path,
-                       const core::SubmitCheck* checked) noexcept {
+[[gnu::always_inline]] inline bool sendi_then_record(StoredFrame* sf, mca_bml_base_btl_t* bb,
+                                                     PathId path,
+                                                     const core::SubmitCheck* checked) noexcept {
     mca_btl_base_module_t* btl = bb->btl;
     const std::size_t size = sf->bytes.size();
     if (!sendi_fits(btl, size) || btl == g_rel.self_btl || sf->repack || sf->prebuilt != nullptr ||
