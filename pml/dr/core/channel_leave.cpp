@@ -61,10 +61,15 @@ void ReliableChannel::Ops::try_bye(Ch& ch, Peer& p, Micros now) {
         flush_acks(ch, p, now);
     if (p.tx.unacked() != 0)
         return;
-    // An answer to our PROBE could come after we left: wait for it. A probe
-    // of a failed path may never be answered, and nothing comes back then.
+    // An answer to our PROBE could come after we left: wait for it, also
+    // when progress made the probe moot (the peer answers what it receives,
+    // and would write to a process that is gone: over stock tcp that loses
+    // our BYE, unread, with the connection). A probe of a failed path may
+    // never be answered, and a moot one unanswered for a PTO is taken as lost.
     for (const PathSlot& pa : p.paths)
-        if (pa.probe_id != 0 && pa.state != PathState::Failed)
+        if (pa.state != PathState::Failed &&
+            (pa.probe_id != 0 ||
+             (pa.probe_in_flight != 0 && now - pa.probe_sent < pto_of(ch, p, pa))))
             return;
     // After our ACKs, on the path they took, as flush_acks() chooses it.
     std::uint8_t slot = p.paths.find(p.ack_path);

@@ -427,6 +427,7 @@ void ReliableChannel::Ops::send_probe(Ch& ch, Peer& p, PathSlot& pa, Micros now)
     if (++p.probe_ids == 0)
         p.probe_ids = 1;
     pa.probe_id = p.probe_ids;
+    pa.probe_in_flight = pa.probe_id;
     pa.probe_order = p.tx_counter;
     pa.probe_sent = now;
     pa.last_probe = now;
@@ -615,6 +616,8 @@ void ReliableChannel::on_probe_ack(PeerId peer, PathId path, std::uint32_t id, M
     if (p == nullptr || p->state == PeerState::Dead)
         return;
     const std::uint8_t slot = p->paths.find(path);
+    if (slot != kNoSlot && id != 0 && p->paths[slot].probe_in_flight == id)
+        p->paths[slot].probe_in_flight = 0;
     if (slot == kNoSlot || id == 0 || p->paths[slot].probe_id != id) {
         ++p->counters.stale_probes;  // answered late, or never ours
         return;

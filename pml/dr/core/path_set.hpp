@@ -40,6 +40,9 @@ struct PathSlot {
     Micros last_heard = 0;            // last ack progress for frames sent on it, or arrival over it
     Micros last_probe = 0;            // when the latest PTO probe or PROBE went out on it
     std::uint32_t probe_id = 0;       // the PROBE awaiting its answer (0: none)
+    // Our latest PROBE until its answer came (0: none), also once progress
+    // made it moot (probe_id cleared): the peer still answers it.
+    std::uint32_t probe_in_flight = 0;
     Micros probe_sent = 0;            // when it went out
     std::uint64_t probe_order = 0;    // the peer's tx counter then: frames up to it went before
     unsigned probe_attempts = 0;      // unanswered re-admission probes since the path failed

@@ -81,6 +81,10 @@ struct Reliability {
     std::uint64_t acks_dropped = 0;      // no descriptor or path for an ACK
     std::uint64_t frames_killed_rx = 0;  // arrived on a BTL fault_fail_btl killed
     std::uint64_t descriptor_waits = 0;  // frames deferred: the BTL had no descriptor free
+    // ACK/NACK/PROBE/BYE descriptors a BTL queued and has not sent yet (tcp
+    // before its connection is writable): finalize waits for them, or the
+    // peer would never see our BYE.
+    std::size_t control_queued = 0;
     // BTL modules that reported themselves gone (an error naming no peer):
     // never offered as a path again.
     std::vector<const mca_btl_base_module_t*> gone_btls;
@@ -245,7 +249,10 @@ void frame_sent(mca_btl_base_module_t* btl, mca_btl_base_endpoint_t*,
 }
 
 void control_sent(mca_btl_base_module_t*, mca_btl_base_endpoint_t*, mca_btl_base_descriptor_t*,
-                  int) noexcept {}
+                  int) noexcept {
+    if (g_rel.control_queued > 0)
+        --g_rel.control_queued;
+}
 
 // Sends a frame's descriptor. `owe()` tells the channel to expect its
 // completion, called unless the BTL finished the send inside its call
@@ -432,7 +439,12 @@ void Glue::send_unsequenced(PeerId peer, PathId path, const std::uint8_t* buf,
     des->des_segments[0].seg_len = len;
     des->des_cbfunc = control_sent;
     des->des_cbdata = nullptr;
-    if (mca_bml_base_send(bb, des, kBtlTag) < 0) {
+    // Counted before the call: a BTL may call back inside it (then returns 0).
+    ++g_rel.control_queued;
+    const int rc = mca_bml_base_send(bb, des, kBtlTag);
+    if (rc != 0)  // 1: sent whole inside the call, no callback; < 0: not sent
+        --g_rel.control_queued;
+    if (rc < 0) {
         mca_bml_base_free(bb, des);
         ++g_rel.acks_dropped;
     }
@@ -947,6 +959,10 @@ void reliability_drain() noexcept {
         return n;
     };
     while (pending() > 0 && monotonic_now() < until)
+        opal_progress();
+    // Our last frames (the BYE that ends the exchange, ACKs) out of the BTLs'
+    // queues: a process that exits with them queued loses them.
+    while (g_rel.control_queued > 0 && monotonic_now() < until)
         opal_progress();
 }
 
