@@ -84,9 +84,10 @@
 //   Unsequenced, as ACK and NACK (frame_seq is not looked at). +8:
 //   | probe_id (u32, not zero) | reserved (u32, zero) |
 // BYE: finalize. The sender has nothing of its own unacknowledged, owes no
-//   ACK and no PROBE answer, and after this frame sends nothing on the
-//   channel but ACKs for late frames of the receiver; once it has the
-//   receiver's BYE too, it sends nothing at all and may close. Unsequenced.
+//   ACK and no PROBE answer, expects no answer to a PROBE of its own (a PTO
+//   at most), and after this frame sends nothing on the channel but ACKs
+//   for late frames of the receiver; once it has the receiver's BYE too, it
+//   sends nothing at all and may close. Unsequenced.
 //   +8: | reserved (u64, zero) |
 #pragma once
 #include <cstddef>
