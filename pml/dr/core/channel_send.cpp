@@ -21,7 +21,7 @@ using plugin::common::seq_lt;
 
 // --- sender
 
-// Whether the peer was heard on a live path other than `slot` after `since`.
+// One frame fewer under `slot`'s PTO timer; true when the path went idle while Suspect.
 bool ReliableChannel::Ops::leave_path(Peer& p, std::uint8_t slot, Micros now) noexcept {
     PathSlot& pa = p.paths[slot];
     if (pa.outstanding == 0 || --pa.outstanding != 0)
